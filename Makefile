@@ -1,0 +1,45 @@
+# Deskpilot: `make run` starts the appliance, `make test` proves it. `make help` lists the rest.
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.stamp
+
+.DEFAULT_GOAL := help
+.PHONY: help system system-test venv run test bench lint format image
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+system: ## install the Debian packages, the desktop user and noVNC (idempotent)
+	@scripts/install-system.sh
+
+system-test:
+	@scripts/install-system.sh --test
+
+$(STAMP): pyproject.toml constraints.txt scripts/install-python.sh
+	scripts/install-python.sh $(VENV) test
+	@touch $@
+
+venv: $(STAMP) ## create/refresh the Python venv
+
+run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stops it)
+	$(VENV)/bin/supervisord -c supervisord.conf
+
+test: system-test $(STAMP) ## install what is missing and run the whole test suite
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest
+
+bench: system-test $(STAMP) ## run every benchmark under bench/ and print its figures
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+lint: $(STAMP) ## ruff, ruff format check, shellcheck
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	shellcheck scripts/*.sh .ci/run
+
+format: $(STAMP) ## apply ruff's fixes and formatting
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+image: ## build the container image (needs a Docker engine)
+	docker build -t deskpilot .

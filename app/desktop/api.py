@@ -1,0 +1,17 @@
+"""The desktop service's HTTP routes."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from app import __version__
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(title="Deskpilot desktop", version=__version__)
+
+    @app.get("/health")
+    def health() -> dict:
+        return {"status": "ok", "version": __version__}
+
+    return app

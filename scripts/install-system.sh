@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# System layer of the appliance: Debian packages, the desktop user, noVNC's static files.
+# Shared by the Makefile (native `make run` / `make test`) and the Dockerfile, so the two cannot drift.
+# Idempotent and quick when everything is present: apt runs only for what is missing.
+#   scripts/install-system.sh          runtime packages (what the image needs)
+#   scripts/install-system.sh --test   runtime + what the test suite needs (browser, PostgreSQL, linters)
+set -euo pipefail
+
+DESKTOP_USER=${DESKTOP_USER:-user}
+
+runtime_packages=(
+  # display, window manager, desktop, live view
+  xvfb xauth x11-xserver-utils xfwm4 xfdesktop4 xfce4-panel xfce4-settings dbus-x11 x11vnc
+  wmctrl xdotool xclip
+  # the applications behind the identifiers
+  firefox-esr keepassxc thunderbird geany xfce4-terminal thunar
+  fonts-dejavu-core fonts-noto-cjk adwaita-icon-theme
+  # venv from Debian's interpreter, so the desktop user can execute it
+  python3 python3-venv
+  ca-certificates procps
+)
+test_packages=(
+  chromium postgresql shellcheck xterm x11-utils python3-tk
+)
+
+packages=("${runtime_packages[@]}")
+[[ "${1:-}" == "--test" ]] && packages+=("${test_packages[@]}")
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else echo "install-system.sh: need root (or sudo) to run: $*" >&2; exit 1
+  fi
+}
+
+missing=()
+for p in "${packages[@]}"; do
+  [[ "$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null)" == "ii " ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-system.sh: installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# noVNC's static files only: the Debian package itself depends on nodejs, numpy and websockify,
+# none of which we need (the desktop service bridges the WebSocket itself).
+if [[ ! -f /usr/share/novnc/vnc.html ]]; then
+  tmp=$(mktemp -d)
+  cd "$tmp"
+  as_root apt-get download -qq novnc 2>/dev/null || { as_root apt-get update -qq && as_root apt-get download -qq novnc; }
+  cd - >/dev/null
+  as_root dpkg-deb -x "$tmp"/novnc_*.deb "$tmp/root"
+  as_root mkdir -p /usr/share/novnc
+  as_root cp -a "$tmp/root/usr/share/novnc/." /usr/share/novnc/
+  rm -rf "$tmp"
+fi
+
+# The desktop user and its home layout.
+if ! id -u "$DESKTOP_USER" >/dev/null 2>&1; then
+  as_root useradd --create-home --shell /bin/bash "$DESKTOP_USER"
+fi
+home=$(getent passwd "$DESKTOP_USER" | cut -d: -f6)
+as_root install -d -o "$DESKTOP_USER" -g "$DESKTOP_USER" "$home" "$home/Desktop" "$home/Documents" "$home/Downloads"
