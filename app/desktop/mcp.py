@@ -82,9 +82,8 @@ def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
         )
     if outcome.position is not None:
         x, y = outcome.position
-        return CallToolResult(
-            content=[TextContent(text=f"The pointer is at x={x}, y={y}.")], structured_content={"x": x, "y": y}
-        )
+        text = TextContent(text=f"The pointer is at x={x}, y={y}.")
+        return CallToolResult(content=[text], structured_content={"x": x, "y": y})
     if outcome.file is not None:
         f = outcome.file
         blob = BlobResourceContents(
@@ -122,7 +121,9 @@ class MCPEndpoint:
     def __init__(self, controller: DesktopController, allowed_hosts: list[str]) -> None:
         self.server = DesktopMCP(controller)
         security = transport_security(allowed_hosts)
-        self._streamable = self.server.streamable_http_app(streamable_http_path="/mcp", transport_security=security)
+        self._streamable = self.server.streamable_http_app(
+            streamable_http_path="/mcp", transport_security=security
+        )
         self._sse = self.server.sse_app(
             sse_path="/mcp", message_path="/mcp/messages/", transport_security=security
         )

@@ -15,7 +15,7 @@ from app.desktop.actions import ACTION_MODELS
 
 PREFIX = "computer_"
 
-COORDINATES = "Coordinates are pixels on the 1920x1080 screen, x from the left (0-1919), y from the top (0-1079)."
+COORDINATES = "Coordinates are pixels on the 1920x1080 screen: x 0-1919 from the left, y 0-1079 from the top."
 KEY_NAMES = (
     "Key names are case-insensitive: ctrl, shift, alt, super, enter, esc, tab, space, backspace, delete, "
     "up, down, left, right, home, end, pgup, pgdn, insert, f1-f24, printscreen, any single character, "
@@ -29,7 +29,7 @@ GUIDANCE: dict[str, str] = {
     "press_mouse": COORDINATES,
     "drag_mouse": COORDINATES,
     "scroll": COORDINATES + " One step is one mouse-wheel notch.",
-    "type_keys": KEY_NAMES + ' For a shortcut such as copy use computer_press_keys down then up with ["ctrl", "c"].',
+    "type_keys": KEY_NAMES + " For a chord such as copy, use computer_press_keys down then up.",
     "press_keys": KEY_NAMES,
     "type_text": "Types like a keyboard into the focused window. For long text prefer computer_paste_text.",
     "paste_text": "Faster than typing for long text and reliable for any character; needs a window that "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -15,6 +16,7 @@ from PIL import Image
 from app.config import DesktopSettings
 from app.desktop.actions import ACTION_MODELS
 from app.desktop.api import create_app
+from app.desktop.files import DesktopUser
 from app.desktop.toolspec import TOOLS, input_schema
 from tests.support.net import ServerThread
 from tests.support.xvfb import Display
@@ -23,10 +25,8 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def desktop(display: Display, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    files = tmp_path_factory.mktemp("mcp-files")
-    files.chmod(0o777)
-    settings = DesktopSettings(display=display.name, files_dir=files, mcp_allowed_hosts=["desktop.example"])
+def desktop(display: Display) -> Iterator[str]:
+    settings = DesktopSettings(display=display.name, mcp_allowed_hosts=["desktop.example"])
     with ServerThread(create_app(settings)) as server:
         yield server.url
 
@@ -43,7 +43,8 @@ async def test_lists_the_sixteen_desktop_tools(desktop: str, transport: str) -> 
     assert names == {f"computer_{a}" for a in ACTION_MODELS}
     assert len(names) == 16
     click = next(t for t in tools if t.name == "computer_click_mouse")
-    assert "1920x1080" in click.description and set(click.input_schema["required"]) == {"button", "clickCount"}
+    assert "1920x1080" in click.description
+    assert set(click.input_schema["required"]) == {"button", "clickCount"}
 
 
 def test_tool_schemas_are_the_http_models() -> None:
@@ -76,16 +77,19 @@ async def test_screenshot_is_png_image_content(desktop: str, transport: str) -> 
 
 async def test_writes_and_reads_a_file_as_an_embedded_resource(desktop: str) -> None:
     payload = "héllo from MCP\n".encode()
-    async with Client(sse_client(f"{desktop}/mcp")) as client:
-        wrote = await client.call_tool(
-            "computer_write_file", {"path": "mcp-note.txt", "data": base64.b64encode(payload).decode()}
-        )
-        assert not wrote.is_error
-        read = await client.call_tool("computer_read_file", {"path": "mcp-note.txt"})
+    name = f"mcp-note-{uuid.uuid4().hex[:8]}.txt"  # on the real ~/Desktop of the desktop user
+    try:
+        async with Client(sse_client(f"{desktop}/mcp")) as client:
+            data = base64.b64encode(payload).decode()
+            wrote = await client.call_tool("computer_write_file", {"path": name, "data": data})
+            assert not wrote.is_error, wrote.content
+            read = await client.call_tool("computer_read_file", {"path": name})
+    finally:
+        DesktopUser.lookup("user").home.joinpath("Desktop", name).unlink(missing_ok=True)
     resource = next(c for c in read.content if c.type == "resource").resource
     assert base64.b64decode(resource.blob) == payload
     assert resource.mime_type == "text/plain"
-    assert resource.uri.endswith("/mcp-note.txt")
+    assert resource.uri == f"file:///home/user/Desktop/{name}"
 
 
 @pytest.mark.parametrize(
@@ -98,7 +102,8 @@ async def test_writes_and_reads_a_file_as_an_embedded_resource(desktop: str) -> 
 )
 async def test_errors_are_is_error_with_the_http_message(desktop: str, tool: str, arguments: dict) -> None:
     action = tool.removeprefix("computer_")
-    http = httpx.post(f"{desktop}/computer-use", json={"action": action, **arguments})
+    async with httpx.AsyncClient() as http_client:
+        http = await http_client.post(f"{desktop}/computer-use", json={"action": action, **arguments})
     assert http.status_code in (400, 404)
     async with Client(f"{desktop}/mcp") as client:
         result = await client.call_tool(tool, arguments)
