@@ -1,0 +1,250 @@
+"""The whole appliance, booted natively from supervisord.conf and rootfs/, used as a user and an operator do.
+
+
+Order matters only at the end: the Xvfb-kill test runs last because it takes the display (and the apps) down.
+"""
+
+from __future__ import annotations
+
+import base64
+import configparser
+import io
+import os
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psutil
+import pytest
+from PIL import Image
+from playwright.sync_api import sync_playwright
+
+from tests.support.appliance import PROGRAMS, ROOT, Appliance
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# identifier -> the window class its application maps (WM_CLASS instance.class, compared case-insensitively)
+WINDOW_CLASSES = {
+    "browser": "navigator.firefox-esr",
+    "password_manager": "keepassxc.keepassxc",
+    "email_client": "mail.thunderbird",
+    "code_editor": "geany.geany",
+    "terminal": "xfce4-terminal.xfce4-terminal",
+    "directory": "thunar.thunar",
+}
+LAUNCHERS = sorted((ROOT / "rootfs" / "home" / "user" / "Desktop").glob("*.desktop"))
+
+
+def screenshot(appliance: Appliance) -> Image.Image:
+    """The desktop service's own screenshot (the spec's contract), as an RGB image."""
+    r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "screenshot"}, timeout=30)
+    assert r.status_code == 200, r.text[:300]
+    body = r.json()
+    assert body["success"] is True
+    return Image.open(io.BytesIO(base64.b64decode(body["data"]["image"]))).convert("RGB")
+
+
+def windows(appliance: Appliance) -> list[str]:
+    """`wmctrl -lx` lines: id, desktop, WM_CLASS (instance.class), host, title."""
+    env = appliance.session_env
+    out = subprocess.run(["wmctrl", "-lx"], env=env, capture_output=True, text=True, timeout=10)
+    return out.stdout.splitlines()
+
+
+def wait_for_window(appliance: Appliance, wm_class: str, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in windows(appliance):
+            fields = line.split(None, 4)
+            if len(fields) > 2 and fields[2].lower().startswith(wm_class):
+                return line
+        time.sleep(0.25)
+    raise AssertionError(f"no window of class {wm_class} after {timeout} s; windows: {windows(appliance)}")
+
+
+def as_desktop_user(appliance: Appliance, argv: list[str]) -> subprocess.Popen:
+    """Run a program in the appliance's desktop session, as the desktop user, the way xfdesktop would."""
+    keys = ("DISPLAY", "HOME", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "NO_AT_BRIDGE")
+    env = [f"{k}={appliance.session_env[k]}" for k in keys]
+    return subprocess.Popen(
+        ["runuser", "-u", "user", "--", "env", "-C", str(appliance.home), *env, *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ boot
+
+
+def test_boot_brings_every_program_up_as_the_desktop_user(appliance: Appliance) -> None:
+    status = appliance.status()
+    assert {p: status.get(p) for p in PROGRAMS} == dict.fromkeys(PROGRAMS, "RUNNING"), appliance.log_tail()
+    for program in ("xvfb", "xfdesktop", "x11vnc", "desktop-api", "agent-api", "ui"):
+        assert psutil.Process(appliance.pid(program)).username() == "user", program
+    for url in appliance.health_urls:
+        assert httpx.get(url).json()["status"] == "ok"
+    assert appliance.boot_seconds < 30
+
+
+def test_x11vnc_listens_on_localhost_only(appliance: Appliance) -> None:
+    listening = {
+        c.laddr.ip
+        for c in psutil.Process(appliance.pid("x11vnc")).net_connections("inet")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port == appliance.vnc_port
+    }
+    assert listening and listening <= {"127.0.0.1", "::1"}
+
+
+def test_desktop_shows_the_launchers_and_the_panel(appliance: Appliance) -> None:
+    on_desktop = sorted((appliance.home / "Desktop").glob("*.desktop"))
+    assert [p.name for p in on_desktop] == [p.name for p in LAUNCHERS]
+    for p in on_desktop:
+        assert os.access(p, os.X_OK), f"{p.name} must be executable to be a trusted launcher"
+        assert p.stat().st_uid == psutil.Process(appliance.pid("xfdesktop")).uids().real
+    classes = {line.split(None, 4)[2].lower() for line in windows(appliance)}
+    assert {"xfdesktop.xfdesktop", "xfce4-panel.xfce4-panel"} <= classes
+
+
+# ------------------------------------------------------------------------------------------------ live view
+
+
+def test_live_view_canvas_shows_the_desktop(appliance: Appliance) -> None:
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"{appliance.desktop_url}/vnc")
+            assert "view_only=true" in page.url
+            connected = "document.documentElement.classList.contains('noVNC_connected')"
+            page.wait_for_function(connected, timeout=20000)
+            page.wait_for_function(
+                "(() => { const c = document.querySelector('#noVNC_container canvas');"
+                " return c && c.width === 1920 && c.height === 1080; })()",
+                timeout=10000,
+            )
+            # Icons and wallpaper only (the panel clock changes). The view is JPEG-encoded, so compare 8x8
+            # block means, which JPEG keeps: the same region must match, the region 240 px right must not.
+            box = (0, 0, 480, 720)
+            deadline = time.monotonic() + 15
+            while True:
+                canvas = _blocks(_canvas_region(page, box))
+                shot = screenshot(appliance)
+                same = np.abs(canvas - _blocks(np.asarray(shot.crop(box)))).mean()
+                if same < 2 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            shifted = np.abs(canvas - _blocks(np.asarray(shot.crop((240, 0, 720, 720))))).mean()
+            assert same < 2, f"noVNC canvas differs from the screenshot by {same:.1f} per channel (8x8 means)"
+            assert shifted > 4 * max(same, 1), f"the comparison cannot tell regions apart ({shifted:.1f})"
+            assert not errors, errors
+        finally:
+            browser.close()
+
+
+def _blocks(rgb: np.ndarray, n: int = 8) -> np.ndarray:
+    h, w, _ = rgb.shape
+    return rgb[: h - h % n, : w - w % n].reshape(h // n, n, w // n, n, 3).astype(np.float32).mean(axis=(1, 3))
+
+
+def _canvas_region(page, box: tuple[int, int, int, int]) -> np.ndarray:
+    x, y, right, bottom = box
+    data_url = page.evaluate(
+        """([x, y, w, h]) => {
+            const src = document.querySelector('#noVNC_container canvas');
+            const out = document.createElement('canvas');
+            out.width = w; out.height = h;
+            out.getContext('2d').drawImage(src, x, y, w, h, 0, 0, w, h);
+            return out.toDataURL('image/png');
+        }""",
+        [x, y, right - x, bottom - y],
+    )
+    png = base64.b64decode(data_url.split(",", 1)[1])
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+
+# ------------------------------------------------------------------------------------------------ apps
+
+
+def _exec_argv(launcher: Path) -> list[str]:
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.read(launcher)
+    return [a for a in shlex.split(entry["Desktop Entry"]["Exec"]) if not a.startswith("%")]
+
+
+def test_every_launcher_opens_its_real_application(appliance: Appliance) -> None:
+    """Each .desktop file on the Desktop, launched as xfdesktop launches it, maps its application's window."""
+    assert {p.stem for p in LAUNCHERS} == set(WINDOW_CLASSES)
+    started = time.monotonic()
+    desktop = appliance.home / "Desktop"
+    launchers = [as_desktop_user(appliance, ["gio", "launch", str(desktop / p.name)]) for p in LAUNCHERS]
+    for p in LAUNCHERS:
+        wait_for_window(appliance, WINDOW_CLASSES[p.stem], timeout=max(10, 90 - (time.monotonic() - started)))
+    for proc in launchers:
+        proc.wait(10)
+    # Each application runs as the desktop user, under the command its launcher names.
+    commands = {" ".join(p.cmdline()) for p in psutil.process_iter() if p.username() == "user"}
+    for p in LAUNCHERS:
+        program = _exec_argv(p)[0]
+        assert any(program in c for c in commands), f"{p.stem}: no process running {program}"
+
+
+# ------------------------------------------------------------------------------------------------ recovery
+
+
+def _display_answers(appliance: Appliance) -> bool:
+    env = appliance.session_env
+    return subprocess.run(["xset", "-display", env["DISPLAY"], "q"], capture_output=True).returncode == 0
+
+
+def test_killed_display_comes_back_and_the_desktop_service_recovers_without_restarting(
+    appliance: Appliance,
+) -> None:
+    api_pid = appliance.pid("desktop-api")
+    screenshot(appliance)  # connected before the crash
+
+    # 1. A crash: supervisord restarts Xvfb and everything that lost its display.
+    old_xvfb = appliance.pid("xvfb")
+    os.kill(old_xvfb, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status = appliance.status()
+        restarted = all(status.get(p) == "RUNNING" for p in PROGRAMS) and appliance.pid("xvfb") != old_xvfb
+        if restarted and _display_answers(appliance):
+            break
+        time.sleep(0.2)
+    assert _display_answers(appliance), appliance.log_tail()
+    assert appliance.pid("xvfb") != old_xvfb
+    wait_for_window(appliance, "xfdesktop.xfdesktop", timeout=20)
+
+    # 2. While the display is down (held down here so the check is not a race), the API answers 503.
+    appliance.ctl("stop", "xvfb")
+    r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "screenshot"}, timeout=30)
+    assert r.status_code == 503, r.text[:300]
+    assert r.json()["success"] is False and r.json()["error"]
+    appliance.ctl("start", "xvfb")
+
+    # 3. It recovers by itself: same process, working screenshots again.
+    deadline = time.monotonic() + 30
+    while True:
+        r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "screenshot"}, timeout=30)
+        if r.status_code == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    assert r.status_code == 200, r.text[:300]
+    assert screenshot(appliance).size == (1920, 1080)
+    assert appliance.pid("desktop-api") == api_pid, "the desktop service restarted instead of reconnecting"
