@@ -212,9 +212,11 @@ def main() -> None:
     )
     print(f"  baseline, Xvfb alone accepting connections: {xvfb_s:.2f} s")
     print(
-        f"appliance idle memory, {nprocs} processes, no apps: RSS {rss:.0f} MiB, PSS {pss:.0f} MiB; "
+        f"appliance idle memory, {len(rows)} processes, no apps: RSS {rss:.0f} MiB, PSS {pss:.0f} MiB; "
         "target <= 600 MiB"
     )
+    for r, p, name in sorted(rows, reverse=True)[:6]:
+        print(f"  {r:6.1f} MiB RSS {p:6.1f} MiB PSS  {name[:80]}")
     print(f"  baseline, Xvfb alone: RSS {xvfb_rss:.0f} MiB; ratio {rss / xvfb_rss:.1f}x (RSS)")
 
 
