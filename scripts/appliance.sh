@@ -20,6 +20,8 @@ export DESKPILOT_USER=${DESKPILOT_USER:-user}
 export DESKPILOT_STATE_DIR=${DESKPILOT_STATE_DIR:-/var/lib/deskpilot}
 export DESKPILOT_RUN_DIR=${DESKPILOT_RUN_DIR:-/run/deskpilot}
 export DESKPILOT_VENV=${DESKPILOT_VENV:-$here/.venv}
+# SQLite in the state dir unless DATABASE_URL (which the agent prefers) points elsewhere, e.g. PostgreSQL
+export AGENT_DATABASE_URL=${AGENT_DATABASE_URL:-sqlite+aiosqlite:///$DESKPILOT_STATE_DIR/agent.db}
 
 log() { echo "deskpilot: $*" >&2; }
 
