@@ -21,7 +21,7 @@ runtime_packages=(
   ca-certificates procps
 )
 test_packages=(
-  chromium postgresql shellcheck xterm x11-utils python3-tk
+  chromium postgresql shellcheck xterm x11-utils python3-tk desktop-file-utils
 )
 
 packages=("${runtime_packages[@]}")
