@@ -10,6 +10,7 @@ import base64
 import configparser
 import io
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -97,6 +98,13 @@ def test_boot_brings_every_program_up_as_the_desktop_user(appliance: Appliance) 
     for url in appliance.health_urls:
         assert httpx.get(url).json()["status"] == "ok"
     assert appliance.boot_seconds < 30
+
+
+def test_no_screen_saver_or_power_saving_blanks_the_display(appliance: Appliance) -> None:
+    env = appliance.session_env
+    out = subprocess.run(["xset", "-display", env["DISPLAY"], "q"], capture_output=True, text=True).stdout
+    assert re.search(r"timeout:\s+0\b", out), out
+    assert "DPMS is Disabled" in out or "does not have the DPMS" in out, out
 
 
 def test_x11vnc_listens_on_localhost_only(appliance: Appliance) -> None:
