@@ -55,7 +55,7 @@ if [[ $(id -u) -eq 0 ]]; then
   install -d -m 1777 /tmp/.X11-unix
 fi
 install -d -m 0755 "$DESKPILOT_RUN_DIR"
-install -d -m 0700 "${svc[@]}" "$DESKPILOT_RUN_DIR/session"
+install -d -m 0700 "${svc[@]}" "$DESKPILOT_RUN_DIR/session" "$DESKPILOT_RUN_DIR/session/tmp"
 install -d -m 0755 "${svc[@]}" "$DESKPILOT_STATE_DIR"
 
 # The home skeleton (desktop launchers, Xfce settings) is refreshed on every start: the appliance's own files

@@ -1,7 +1,8 @@
 """The whole appliance, booted natively from supervisord.conf and rootfs/, used as a user and an operator do.
 
 
-Order matters only at the end: the Xvfb-kill test runs last because it takes the display (and the apps) down.
+Order matters: the `application` action starts every app, the Xvfb-kill test takes the display and those apps
+down and checks recovery, and the launcher test then starts every app afresh from its Desktop icon.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def wait_for_window(appliance: Appliance, wm_class: str, timeout: float = 60) ->
 
 def as_desktop_user(appliance: Appliance, argv: list[str]) -> subprocess.Popen:
     """Run a program in the appliance's desktop session, as the desktop user, the way xfdesktop would."""
-    keys = ("DISPLAY", "HOME", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "NO_AT_BRIDGE")
+    keys = ("DISPLAY", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "DBUS_SESSION_BUS_ADDRESS", "NO_AT_BRIDGE")
     env = [f"{k}={appliance.session_env[k]}" for k in keys]
     return subprocess.Popen(
         ["runuser", "-u", "user", "--", "env", "-C", str(appliance.home), *env, *argv],
@@ -188,31 +189,31 @@ def _canvas_region(page, box: tuple[int, int, int, int]) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ apps
 
 
-def _exec_argv(launcher: Path) -> list[str]:
-    entry = configparser.ConfigParser(interpolation=None)
-    entry.read(launcher)
-    return [a for a in shlex.split(entry["Desktop Entry"]["Exec"]) if not a.startswith("%")]
+def test_application_action_opens_and_focuses_each_real_application(appliance: Appliance) -> None:
+    """`POST /computer-use {"action": "application"}` starts each program as the desktop user, focused."""
+    for identifier, wm_class in WINDOW_CLASSES.items():
+        r = httpx.post(
+            f"{appliance.desktop_url}/computer-use",
+            json={"action": "application", "application": identifier},
+            timeout=120,
+        )
+        assert r.status_code == 200 and r.json() == {"success": True}, f"{identifier}: {r.text[:300]}"
+        active = _active_window_class(appliance)
+        assert active.startswith(wm_class), f"{identifier}: the active window is {active}"
+    r = httpx.post(
+        f"{appliance.desktop_url}/computer-use", json={"action": "application", "application": "desktop"}
+    )
+    assert r.status_code == 200 and r.json() == {"success": True}
 
 
-def test_every_launcher_opens_its_real_application(appliance: Appliance) -> None:
-    """Each .desktop file on the Desktop, launched as xfdesktop launches it, maps its application's window."""
-    assert {p.stem for p in LAUNCHERS} == set(WINDOW_CLASSES)
-    started = time.monotonic()
-    desktop = appliance.home / "Desktop"
-    launchers = [as_desktop_user(appliance, ["gio", "launch", str(desktop / p.name)]) for p in LAUNCHERS]
-    for p in LAUNCHERS:
-        wait_for_window(appliance, WINDOW_CLASSES[p.stem], timeout=max(10, 90 - (time.monotonic() - started)))
-    for proc in launchers:
-        proc.wait(10)
-    # Each application runs as the desktop user, under the command its launcher names (Thunar's window may
-    # belong to the `Thunar --gapplication-service` instance xfdesktop already activated over D-Bus).
-    commands = set()
-    for proc in psutil.process_iter(["username", "cmdline"]):
-        if proc.info["username"] == "user" and proc.info["cmdline"]:
-            commands.add(" ".join(proc.info["cmdline"]).lower())
-    for p in LAUNCHERS:
-        program = _exec_argv(p)[0]
-        assert any(program.lower() in c for c in commands), f"{p.stem}: no process running {program}"
+def _active_window_class(appliance: Appliance) -> str:
+    env = appliance.session_env
+    root = subprocess.run(["xprop", "-root", "_NET_ACTIVE_WINDOW"], env=env, capture_output=True, text=True)
+    # _NET_ACTIVE_WINDOW(WINDOW): window id # 0x1600003, 0x0   (xfwm4 appends a second value)
+    window = root.stdout.split("#", 1)[-1].split(",")[0].strip()
+    out = subprocess.run(["xprop", "-id", window, "WM_CLASS"], env=env, capture_output=True, text=True).stdout
+    # WM_CLASS(STRING) = "Navigator", "firefox-esr"
+    return ".".join(part.strip().strip('"') for part in out.split("=", 1)[-1].split(",")).lower()
 
 
 # ------------------------------------------------------------------------------------------------ recovery
@@ -260,3 +261,34 @@ def test_killed_display_comes_back_and_the_desktop_service_recovers_without_rest
     assert r.status_code == 200, r.text[:300]
     assert screenshot(appliance).size == (1920, 1080)
     assert appliance.pid("desktop-api") == api_pid, "the desktop service restarted instead of reconnecting"
+
+
+# ------------------------------------------------------------------------------------------------ launchers
+# After the recovery test: the display restart closed every application, so each launcher starts a fresh one.
+
+
+def _exec_argv(launcher: Path) -> list[str]:
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.read(launcher)
+    return [a for a in shlex.split(entry["Desktop Entry"]["Exec"]) if not a.startswith("%")]
+
+
+def test_every_launcher_opens_its_real_application(appliance: Appliance) -> None:
+    """Each .desktop file on the Desktop, launched as xfdesktop launches it, maps its application's window."""
+    assert {p.stem for p in LAUNCHERS} == set(WINDOW_CLASSES)
+    started = time.monotonic()
+    desktop = appliance.home / "Desktop"
+    launchers = [as_desktop_user(appliance, ["gio", "launch", str(desktop / p.name)]) for p in LAUNCHERS]
+    for p in LAUNCHERS:
+        wait_for_window(appliance, WINDOW_CLASSES[p.stem], timeout=max(10, 90 - (time.monotonic() - started)))
+    for proc in launchers:
+        proc.wait(10)
+    # Each application runs as the desktop user, under the command its launcher names (Thunar's window may
+    # belong to the `Thunar --gapplication-service` instance xfdesktop already activated over D-Bus).
+    commands = set()
+    for proc in psutil.process_iter(["username", "cmdline"]):
+        if proc.info["username"] == "user" and proc.info["cmdline"]:
+            commands.add(" ".join(proc.info["cmdline"]).lower())
+    for p in LAUNCHERS:
+        program = _exec_argv(p)[0]
+        assert any(program.lower() in c for c in commands), f"{p.stem}: no process running {program}"

@@ -105,6 +105,7 @@ class Appliance:
             "DISPLAY": self.display,
             "HOME": str(self.home),
             "XDG_RUNTIME_DIR": str(self.base / "run" / "session"),
+            "TMPDIR": str(self.base / "run" / "session" / "tmp"),
             "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.base / 'run' / 'session' / 'bus'}",
             "NO_AT_BRIDGE": "1",
         }

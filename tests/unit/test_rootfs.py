@@ -105,3 +105,12 @@ def test_programs_get_the_session_environment_and_x_clients_wait_for_the_display
     assert "-localhost" in programs["x11vnc"]["command"]
     assert "1920x1080x24" in programs["xvfb"]["command"]
     assert "-s 0 -dpms" in programs["xvfb"]["command"]  # no screen saver, no power saving
+
+
+def test_launchers_run_the_same_commands_as_the_desktop_service() -> None:
+    """The Desktop icons and `POST /computer-use {"action": "application"}` start the same programs."""
+    from app.desktop.apps import APPLICATIONS
+
+    assert {p.stem for p in LAUNCHERS} == set(APPLICATIONS)
+    for p in LAUNCHERS:
+        assert exec_argv(p) == APPLICATIONS[p.stem].argv, p.name
