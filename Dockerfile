@@ -24,7 +24,7 @@ RUN scripts/install-python.sh "$DESKPILOT_VENV" && rm -rf /root/.cache
 EXPOSE 9990 9991 9992
 VOLUME ["/home/user", "/var/lib/deskpilot"]
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["/opt/deskpilot/.venv/bin/python", "-c", "import urllib.request as u; [u.urlopen(f'http://127.0.0.1:{p}/health', timeout=4) for p in (9990, 9991, 9992)]"]
+  CMD ["/opt/deskpilot/.venv/bin/python", "-c", "import os, urllib.request as u; [u.urlopen(f'http://127.0.0.1:{os.environ.get(k, d)}/health', timeout=4) for k, d in (('DESKTOP_PORT', 9990), ('AGENT_PORT', 9991), ('UI_PORT', 9992))]"]
 
 # supervisord as PID 1 (via the launcher that sets its defaults); the programs run as `user`.
 CMD ["/opt/deskpilot/scripts/appliance.sh"]

@@ -7,6 +7,8 @@
 # and execute the venv. That holds in the image (/opt/deskpilot) and for any checkout under /opt, /srv, /work or
 # a 0755 home. A checkout under /root (0700) is not readable by it: then the services run as root instead, and
 # this script says so on stderr. It checks by importing the package as that user, not by guessing from modes.
+#   scripts/appliance.sh                 start (exec supervisord)
+#   scripts/appliance.sh --print-config  print the resolved settings and who would run the programs, then exit
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -45,6 +47,11 @@ else
   log "WARNING: To run them as '$DESKPILOT_USER', clone the repository where it can read it (/opt, /srv, ...)."
 fi
 DESKPILOT_SUPERVISOR_USER=$(id -un); export DESKPILOT_SUPERVISOR_USER
+
+if [[ ${1:-} == --print-config ]]; then
+  env | grep -E '^(DESKPILOT_|DESKTOP_PORT|DESKTOP_VNC_PORT|AGENT_PORT|AGENT_DATABASE_URL|UI_PORT)' | sort
+  exit 0
+fi
 
 # Directories: state (agent database) and the session bus belong to the service user; the supervisor socket
 # stays root's. /tmp/.X11-unix may be missing in a fresh container and must be root's and sticky.
