@@ -96,8 +96,14 @@ def test_boot_brings_every_program_up_as_the_desktop_user(appliance: Appliance) 
     assert {p: status.get(p) for p in PROGRAMS} == dict.fromkeys(PROGRAMS, "RUNNING"), appliance.log_tail()
     for program in ("xvfb", "xfdesktop", "x11vnc", "desktop-api", "agent-api", "ui"):
         assert psutil.Process(appliance.pid(program)).username() == "user", program
+    # Green /health comes first; the display and x11vnc may need a moment more (the services do not wait).
+    deadline = time.monotonic() + 30
+    while (desktop := httpx.get(f"{appliance.desktop_url}/health").json())["status"] != "ok":
+        assert time.monotonic() < deadline, desktop
+        time.sleep(0.2)
+    assert desktop["display"] is True and desktop["vnc"] is True
     for url in appliance.health_urls:
-        assert httpx.get(url).json()["status"] == "ok"
+        assert httpx.get(url).json()["status"] == "ok", url
     assert appliance.boot_seconds < 30
 
 
