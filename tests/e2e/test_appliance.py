@@ -92,8 +92,10 @@ def as_desktop_user(appliance: Appliance, argv: list[str]) -> subprocess.Popen:
 
 
 def test_boot_brings_every_program_up_as_the_desktop_user(appliance: Appliance) -> None:
-    status = appliance.status()
-    assert {p: status.get(p) for p in PROGRAMS} == dict.fromkeys(PROGRAMS, "RUNNING"), appliance.log_tail()
+    deadline = time.monotonic() + 20  # a program is RUNNING once it has stayed up for a second
+    while {p: (status := appliance.status()).get(p) for p in PROGRAMS} != dict.fromkeys(PROGRAMS, "RUNNING"):
+        assert time.monotonic() < deadline, f"{status}\n{appliance.log_tail()}"
+        time.sleep(0.2)
     for program in ("xvfb", "xfdesktop", "x11vnc", "desktop-api", "agent-api", "ui"):
         assert psutil.Process(appliance.pid(program)).username() == "user", program
     # Green /health comes first; the display and x11vnc may need a moment more (the services do not wait).
