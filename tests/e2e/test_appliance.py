@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import configparser
+import contextlib
 import io
 import os
 import re
@@ -16,6 +17,7 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -23,7 +25,7 @@ import numpy as np
 import psutil
 import pytest
 from PIL import Image
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 from tests.support.appliance import PROGRAMS, ROOT, Appliance
 
@@ -48,6 +50,24 @@ WINDOW_CLASSES = {
     "directory": "thunar.thunar",
 }
 LAUNCHERS = sorted((ROOT / "rootfs" / "home" / "user" / "Desktop").glob("*.desktop"))
+
+
+@contextlib.contextmanager
+def live_view(appliance: Appliance, query: str = "") -> Iterator[Page]:
+    """/vnc in headless Debian Chromium, connected; uncaught JavaScript errors fail the test."""
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"{appliance.desktop_url}/vnc{query}")
+            connected = "document.documentElement.classList.contains('noVNC_connected')"
+            page.wait_for_function(connected, timeout=20000)
+            yield page
+            assert not errors, errors
+        finally:
+            browser.close()
 
 
 def screenshot(appliance: Appliance) -> Image.Image:
@@ -139,38 +159,57 @@ def test_desktop_shows_the_launchers_and_the_panel(appliance: Appliance) -> None
 
 
 def test_live_view_canvas_shows_the_desktop(appliance: Appliance) -> None:
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{appliance.desktop_url}/vnc")
-            assert "view_only=true" in page.url
-            connected = "document.documentElement.classList.contains('noVNC_connected')"
-            page.wait_for_function(connected, timeout=20000)
-            page.wait_for_function(
-                "(() => { const c = document.querySelector('#noVNC_container canvas');"
-                " return c && c.width === 1920 && c.height === 1080; })()",
-                timeout=10000,
-            )
-            # Icons and wallpaper only (the panel clock changes). The view is JPEG-encoded, so compare 8x8
-            # block means, which JPEG keeps: the same region must match, the region 240 px right must not.
-            box = (0, 0, 480, 720)
-            deadline = time.monotonic() + 15
-            while True:
-                canvas = _blocks(_canvas_region(page, box))
-                shot = screenshot(appliance)
-                same = np.abs(canvas - _blocks(np.asarray(shot.crop(box)))).mean()
-                if same < 2 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            shifted = np.abs(canvas - _blocks(np.asarray(shot.crop((240, 0, 720, 720))))).mean()
-            assert same < 2, f"noVNC canvas differs from the screenshot by {same:.1f} per channel (8x8 means)"
-            assert shifted > 4 * max(same, 1), f"the comparison cannot tell regions apart ({shifted:.1f})"
-            assert not errors, errors
-        finally:
-            browser.close()
+    with live_view(appliance) as page:
+        assert "view_only=true" in page.url
+        page.wait_for_function(
+            "(() => { const c = document.querySelector('#noVNC_container canvas');"
+            " return c && c.width === 1920 && c.height === 1080; })()",
+            timeout=10000,
+        )
+        # Icons and wallpaper only (the panel clock changes). The view is JPEG-encoded, so compare 8x8
+        # block means, which JPEG keeps: the same region must match, the region 240 px right must not.
+        box = (0, 0, 480, 720)
+        deadline = time.monotonic() + 15
+        while True:
+            canvas = _blocks(_canvas_region(page, box))
+            shot = screenshot(appliance)
+            same = np.abs(canvas - _blocks(np.asarray(shot.crop(box)))).mean()
+            if same < 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    shifted = np.abs(canvas - _blocks(np.asarray(shot.crop((240, 0, 720, 720))))).mean()
+    assert same < 2, f"noVNC canvas differs from the screenshot by {same:.1f} per channel (8x8 means)"
+    assert shifted > 4 * max(same, 1), f"the comparison cannot tell regions apart ({shifted:.1f})"
+
+
+def cursor(appliance: Appliance) -> tuple[int, int]:
+    r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "cursor_position"}, timeout=30)
+    data = r.json()["data"]
+    return round(data["x"]), round(data["y"])
+
+
+@pytest.mark.parametrize("interactive", [False, True], ids=["view-only", "interactive"])
+def test_live_view_moves_the_pointer_only_when_interactive(appliance: Appliance, interactive: bool) -> None:
+    httpx.post(
+        f"{appliance.desktop_url}/computer-use",
+        json={"action": "move_mouse", "coordinates": {"x": 1500, "y": 900}},
+    )
+    with live_view(appliance, "?interactive=1" if interactive else "") as page:
+        box = page.locator("#noVNC_container canvas").bounding_box()
+        assert box and box["width"] > 100
+        # Point at the remote (480, 270): a quarter of the way into the scaled canvas.
+        target = (box["x"] + box["width"] / 4, box["y"] + box["height"] / 4)
+        for dx in (0, 3, 0):  # a few motion events, as a real hand makes
+            page.mouse.move(target[0] + dx, target[1])
+            time.sleep(0.2)
+        deadline = time.monotonic() + 5
+        while interactive and cursor(appliance) == (1500, 900) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        x, y = cursor(appliance)
+    if interactive:
+        assert abs(x - 480) <= 4 and abs(y - 270) <= 4, (x, y)
+    else:
+        assert (x, y) == (1500, 900), "a view-only live view moved the pointer"
 
 
 def _blocks(rgb: np.ndarray, n: int = 8) -> np.ndarray:
