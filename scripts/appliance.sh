@@ -35,8 +35,8 @@ export DESKPILOT_HOME=${DESKPILOT_HOME:-$(getent passwd "$DESKPILOT_USER" | cut 
 
 # Who runs the programs. supervisord can only switch users when it runs as root.
 if [[ $(id -u) -ne 0 ]]; then
-  DESKPILOT_SERVICE_USER=$(id -un); export DESKPILOT_SERVICE_USER
-  log "not running as root: every program runs as $DESKPILOT_SERVICE_USER"
+  log "run me as root (sudo make run): supervisord starts the programs as '$DESKPILOT_USER' itself"
+  exit 1
 elif (cd / && runuser -u "$DESKPILOT_USER" -- "$DESKPILOT_VENV/bin/python" -c 'import app' 2>/dev/null) \
   && runuser -u "$DESKPILOT_USER" -- test -r "$here/supervisord.conf" -a -x "$here/scripts/with-x.sh"; then
   export DESKPILOT_SERVICE_USER=$DESKPILOT_USER
@@ -46,7 +46,6 @@ else
   log "WARNING: not accessible to it, e.g. a checkout under /root). The desktop and the services run as ROOT."
   log "WARNING: To run them as '$DESKPILOT_USER', clone the repository where it can read it (/opt, /srv, ...)."
 fi
-DESKPILOT_SUPERVISOR_USER=$(id -un); export DESKPILOT_SUPERVISOR_USER
 
 if [[ ${1:-} == --print-config ]]; then
   env | grep -E '^(DESKPILOT_|DESKTOP_PORT|DESKTOP_VNC_PORT|AGENT_PORT|AGENT_DATABASE_URL|UI_PORT)' | sort
@@ -55,12 +54,9 @@ fi
 
 # Directories: state (agent database) and the session bus belong to the service user; the supervisor socket
 # stays root's. /tmp/.X11-unix may be missing in a fresh container and must be root's and sticky.
-svc=(); home_owner=()
-if [[ $(id -u) -eq 0 ]]; then
-  svc=(-o "$DESKPILOT_SERVICE_USER" -g "$(id -gn "$DESKPILOT_SERVICE_USER")")
-  home_owner=(-o "$DESKPILOT_USER" -g "$(id -gn "$DESKPILOT_USER")")
-  install -d -m 1777 /tmp/.X11-unix
-fi
+svc=(-o "$DESKPILOT_SERVICE_USER" -g "$(id -gn "$DESKPILOT_SERVICE_USER")")
+home_owner=(-o "$DESKPILOT_USER" -g "$(id -gn "$DESKPILOT_USER")")
+install -d -m 1777 /tmp/.X11-unix
 install -d -m 0755 "$DESKPILOT_RUN_DIR"
 install -d -m 0700 "${svc[@]}" "$DESKPILOT_RUN_DIR/session" "$DESKPILOT_RUN_DIR/session/tmp"
 install -d -m 0755 "${svc[@]}" "$DESKPILOT_STATE_DIR"

@@ -204,7 +204,7 @@ class Appliance:
         """supervisorctl against this appliance."""
         out = subprocess.run(
             [str(ROOT / ".venv" / "bin" / "supervisorctl"), "-c", str(ROOT / "supervisord.conf"), *args],
-            env={**self.env, "DESKPILOT_SERVICE_USER": "user", "DESKPILOT_SUPERVISOR_USER": "root"},
+            env={**self.env, "DESKPILOT_SERVICE_USER": "user"},
             capture_output=True,
             text=True,
             timeout=30,
