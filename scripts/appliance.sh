@@ -74,6 +74,7 @@ while read -r f mode; do
   install -m "$mode" "${desktop_user[@]}" "$skel/$f" "$DESKPILOT_HOME/$f"
 done < <(cd "$skel" && find . -type f -printf '%P %m\n')
 
-log "display $DESKPILOT_DISPLAY, desktop :$DESKTOP_PORT (live view /vnc), agent :$AGENT_PORT, UI :$UI_PORT" \
-  "on $DESKPILOT_HOST; session runs as $DESKPILOT_USER, services as $DESKPILOT_SERVICE_USER, home $DESKPILOT_HOME"
+log "display $DESKPILOT_DISPLAY, desktop :$DESKTOP_PORT (live view /vnc), agent :$AGENT_PORT," \
+  "UI :$UI_PORT on $DESKPILOT_HOST; session runs as $DESKPILOT_USER, services as $DESKPILOT_SERVICE_USER," \
+  "home $DESKPILOT_HOME"
 exec "$DESKPILOT_VENV/bin/supervisord" -c "$here/supervisord.conf"
