@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__
 from app.config import DesktopSettings
-from app.desktop import actions
+from app.desktop import actions, vnc
 from app.desktop.controller import DesktopController
 from app.desktop.mcp import MCPEndpoint
 from app.errors import DesktopError, desktop_error_body, desktop_error_headers
@@ -129,4 +129,5 @@ def create_app(
 
     app.openapi = openapi
     app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (app/desktop/mcp.py)
+    vnc.install(app, settings)  # /vnc live view; keep it after the other routes
     return app
