@@ -42,7 +42,7 @@ from app.agent.schemas import (
 )
 from app.agent.store import NewFile, Store
 from app.config import AgentSettings
-from app.errors import BadRequest, PayloadTooLarge, install_agent_handlers
+from app.errors import BadRequest, InvalidTransition, PayloadTooLarge, install_agent_handlers
 
 
 @dataclass
@@ -52,6 +52,7 @@ class Agent:
     hub: EventHub
     desktop: DesktopClient
     worker: Worker | None
+    executor: Executor
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -96,17 +97,18 @@ def create_app(
         store.subscribe(hub.publish)
         client = desktop or DesktopClient(settings.desktop_url, settings.desktop_timeout)
         worker = None
+        run = executor or load_executor(settings.executor)
         if settings.worker_enabled:
             worker = Worker(
                 store,
-                executor or load_executor(settings.executor),
+                run,
                 client,
                 worker_id=settings.worker_id or None,
                 lease_seconds=settings.lease_seconds,
                 poll_seconds=settings.poll_seconds,
             )
             await worker.start()
-        app.state.agent = Agent(settings, store, hub, client, worker)
+        app.state.agent = Agent(settings, store, hub, client, worker, run)
         try:
             yield
         finally:
@@ -212,9 +214,10 @@ def create_app(
         return _json(task_json(task) if task else None)
 
     @app.get("/tasks/models", response_model=list[ModelOut])
-    async def models() -> Response:
-        """Models the agent can use; filled by the agent loop (empty in a build without it)."""
-        return _json([])
+    async def models(request: Request) -> Response:
+        """Models the agent can use: the executor's optional ``async def models()`` (empty without one)."""
+        listing = getattr(_agent(request).executor, "models", None)
+        return _json(await listing() if listing is not None else [])
 
     @app.get("/tasks/{task_id}", response_model=TaskDetail, responses=TASK_ID_ERRORS)
     async def get_task(request: Request, task_id: str) -> Response:
@@ -237,7 +240,8 @@ def create_app(
         """Delete the task with its messages and files; a running task is cancelled first."""
         a = _agent(request)
         if a.worker is not None and a.worker.current_task_id == task_id:
-            await a.store.update_task(task_id, status=TaskStatus.CANCELLED)
+            with contextlib.suppress(InvalidTransition):  # it may have just finished by itself
+                await a.store.update_task(task_id, status=TaskStatus.CANCELLED)
             await a.worker.cancel_task(task_id)
         await a.store.delete_task(task_id)
         return Response(status_code=204)
