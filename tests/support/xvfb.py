@@ -56,22 +56,11 @@ def _terminate(proc: subprocess.Popen) -> None:
 
 
 def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24) -> Display:
-    """Start Xvfb with -displayfd so it picks a free display number (never clashes with :0 or a neighbour)."""
+    """Start Xvfb with -displayfd: it picks a free display number (never clashes with :0 or a neighbour)."""
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
-        [
-            "Xvfb",
-            "-displayfd",
-            str(write_fd),
-            "-screen",
-            "0",
-            f"{width}x{height}x{depth}",
-            "-nolisten",
-            "tcp",
-            "-noreset",
-            "+extension",
-            "XTEST",
-        ],
+        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x{depth}",
+         "-nolisten", "tcp", "-noreset", "+extension", "XTEST"],
         pass_fds=(write_fd,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -95,7 +84,7 @@ def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24) -> Displa
 
 
 def start_window_manager(display: Display) -> subprocess.Popen:
-    """xfwm4, the appliance's own window manager (EWMH: activation and maximising as in production)."""
+    """xfwm4, the appliance's own window manager (EWMH: activation and maximising behave as in production)."""
     wm = shutil.which("xfwm4")
     assert wm, "xfwm4 is missing: run `make system-test`"
     proc = display.spawn([wm, "--compositor=off", "--sm-client-disable"])
