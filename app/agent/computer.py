@@ -57,7 +57,11 @@ def map_coordinates(args: dict[str, Any], image: Size) -> dict[str, Any]:
     """Model-image coordinates in ``coordinates`` / ``path`` → screen coordinates (other fields as given)."""
 
     def point(p: Any) -> Any:
-        if isinstance(p, dict) and isinstance(p.get("x"), int | float) and isinstance(p.get("y"), int | float):
+        if (
+            isinstance(p, dict)
+            and isinstance(p.get("x"), int | float)
+            and isinstance(p.get("y"), int | float)
+        ):
             x, y = to_screen(p["x"], p["y"], image)
             return {**p, "x": x, "y": y}
         return p  # left for validation to reject with a clear message

@@ -189,7 +189,9 @@ class Run:
                 try:
                     final = SetTaskStatus.model_validate(args)
                 except ValidationError as e:
-                    outcome = Outcome([text_block(f"Invalid arguments: {e.errors()[0]['msg']}")], is_error=True)
+                    outcome = Outcome(
+                        [text_block(f"Invalid arguments: {e.errors()[0]['msg']}")], is_error=True
+                    )
                 else:
                     outcome = Outcome([text_block(f"Task status set to {FINAL_STATUS[final.status]}.")])
             elif name == "create_task":
@@ -241,7 +243,13 @@ class Run:
         prefix: list[Turn] = []
         if summary is not None:
             prefix.append(
-                Turn(USER, [text_block(f"The task: {task.description}"), text_block(f"Summary so far:\n{summary.content}")])
+                Turn(
+                    USER,
+                    [
+                        text_block(f"The task: {task.description}"),
+                        text_block(f"Summary so far:\n{summary.content}"),
+                    ],
+                )
             )
         turns = [Turn(m.role, m.content) for m in messages]
         return to_openai(self.system, turns, self.s.keep_screenshots, prefix=prefix)

@@ -57,8 +57,8 @@ class SetTaskStatus(BaseModel):
 
     status: Literal["completed", "needs_help", "needs_review", "failed"]
     description: str = Field(
-        description="For completed: what was done and the result. For needs_help: the question for the human. "
-        "For needs_review: what to check. For failed: why it cannot be done."
+        description="For completed: what was done and the result. For needs_help: the question for the "
+        "human. For needs_review: what to check. For failed: why it cannot be done."
     )
 
 
