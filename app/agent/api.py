@@ -234,7 +234,7 @@ def create_app(
         except httpx.HTTPError as e:
             raise UpstreamUnavailable(
                 f"LLM proxy at {settings.llm_proxy_url} did not answer /model/info: {e!r}"
-            )
+            ) from e
 
     @app.get("/tasks/{task_id}", response_model=TaskDetail, responses=TASK_ID_ERRORS)
     async def get_task(request: Request, task_id: str) -> Response:
