@@ -84,6 +84,8 @@ class Step:
 class AgentExecutor:
     """The Executor of app.agent.queue: ``AGENT_EXECUTOR=app.agent.runner:AgentExecutor``."""
 
+    computer_class: type[Computer] = Computer
+
     def __init__(self, settings: AgentSettings | None = None, llm: LLM | None = None) -> None:
         self.settings = settings or AgentSettings()
         self.llm = llm or LLM(self.settings)
@@ -102,7 +104,7 @@ class Run:
         self.llm = executor.llm
         self.task_id = task_id
         self.ctx = ctx
-        self.computer = Computer(ctx.desktop, self.s)
+        self.computer = executor.computer_class(ctx.desktop, self.s)
         self.budget = Budget(self.s.max_steps, self.s.max_tokens, self.s.max_wall_seconds)
         self.guard = RepeatGuard(self.s.repeat_limit)
         self.tools = tool_definitions(self.computer.image)

@@ -86,8 +86,9 @@ class Agent:
 
 
 @contextlib.contextmanager
-def serve_agent(settings: AgentSettings) -> Iterator[Agent]:
-    app = create_app(settings)
+def serve_agent(settings: AgentSettings, executor: Any = None) -> Iterator[Agent]:
+    """The agent service with its worker; the agent loop unless another `executor` is given."""
+    app = create_app(settings, executor=executor)
     with ServerThread(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         yield Agent(client, settings, app)
 
