@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pybase64
-from pydantic import ValidationError
 
 from app.agent.context import image_block, text_block
 from app.agent.desktop_client import DesktopClient, DesktopClientError
 from app.agent.screen import SCREEN, Size, model_size, png_size, resize_png, settle, to_model, to_screen
 from app.agent.tools import ACTION_MODELS, AGENT_FIELDS, SETTLING
 from app.config import AgentSettings
+from app.desktop.actions import parse_action
+from app.errors import InvalidAction
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +73,6 @@ def map_coordinates(args: dict[str, Any], image: Size) -> dict[str, Any]:
     if isinstance(out.get("path"), list):
         out["path"] = [point(p) for p in out["path"]]
     return out
-
-
-def _validation_message(e: ValidationError) -> str:
-    parts = []
-    for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"] if x != "action") or "arguments"
-        parts.append(f"{loc}: {err['msg']}")
-    return "Invalid arguments: " + "; ".join(parts)
 
 
 class Computer:
@@ -133,10 +126,10 @@ class Computer:
         if "__invalid_json__" in args:
             return _error(f"Arguments were not a JSON object: {args['__invalid_json__'][:200]}")
         raw = {k: v for k, v in map_coordinates(args, self.image).items() if k not in AGENT_FIELDS}
-        try:
-            validated = model.model_validate({**raw, "action": action})
-        except ValidationError as e:
-            return _error(_validation_message(e))
+        try:  # the desktop's own validation, so the model gets the message /computer-use would give
+            validated = parse_action({**raw, "action": action})
+        except InvalidAction as e:
+            return _error(f"Invalid arguments: {e.message}")
         payload = validated.model_dump(mode="json", exclude_none=True, by_alias=True)
         payload.pop("action", None)
         if action == "screenshot":

@@ -9,8 +9,6 @@ are dropped, since the tool's name already says which action it is.
 from __future__ import annotations
 
 import copy
-import types
-import typing
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,18 +48,3 @@ def function_tool(name: str, description: str, parameters: dict[str, Any]) -> di
         "type": "function",
         "function": {"name": name, "description": description, "parameters": parameters},
     }
-
-
-def union_members(union: Any, discriminator: str = "action") -> dict[str, type[BaseModel]]:
-    """``{"move_mouse": MoveMouse, ...}`` from a (possibly Annotated) union of models tagged by a Literal."""
-    while typing.get_origin(union) is typing.Annotated:
-        union = typing.get_args(union)[0]
-    members = (
-        typing.get_args(union) if typing.get_origin(union) in (typing.Union, types.UnionType) else (union,)
-    )
-    out: dict[str, type[BaseModel]] = {}
-    for m in members:
-        field = m.model_fields[discriminator]
-        for tag in typing.get_args(field.annotation) or (field.default,):
-            out[tag] = m
-    return out

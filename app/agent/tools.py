@@ -13,14 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from app.agent.schema import function_tool, parameters_schema, union_members
+from app.agent.schema import function_tool, parameters_schema
 from app.agent.screen import Size
-from app.desktop.actions import Action
+from app.desktop.actions import ACTION_MODELS
 
 PREFIX = "computer_"
-
-# The desktop's models, keyed by action name: {"move_mouse": MoveMouse, ...}
-ACTION_MODELS: dict[str, type[BaseModel]] = union_members(Action)
 
 # Request fields the agent sets itself (screenshot scaling and format), never the model.
 AGENT_FIELDS = frozenset({"action", "scale", "width", "format", "quality"})
@@ -85,6 +82,7 @@ def tool_definitions(image: Size) -> list[dict[str, Any]]:
         desc = DESCRIPTIONS.get(action) or (model.__doc__ or action).strip().splitlines()[0]
         if _has_coordinates(params):
             desc += where
+            params = _in_image_pixels(params, image)
         out.append(function_tool(PREFIX + action, desc, params))
     for name, model in AGENT_TOOLS.items():
         out.append(function_tool(name, (model.__doc__ or name).strip(), parameters_schema(model)))
@@ -93,3 +91,31 @@ def tool_definitions(image: Size) -> list[dict[str, Any]]:
 
 def _has_coordinates(params: dict[str, Any]) -> bool:
     return bool({"coordinates", "path"} & set(params.get("properties", {})))
+
+
+def _in_image_pixels(node: Any, image: Size) -> Any:
+    """The desktop's point schema speaks of the 1920x1080 screen; the model works in `image` pixels."""
+    if isinstance(node, dict):
+        props = node.get("properties")
+        if isinstance(props, dict) and set(props) == {"x", "y"}:
+            return {
+                **node,
+                "properties": {
+                    "x": {
+                        "type": "number",
+                        "minimum": 0,
+                        "maximum": image.width - 1,
+                        "description": f"0..{image.width - 1}, pixels from the left of the screenshot",
+                    },
+                    "y": {
+                        "type": "number",
+                        "minimum": 0,
+                        "maximum": image.height - 1,
+                        "description": f"0..{image.height - 1}, pixels from the top of the screenshot",
+                    },
+                },
+            }
+        return {k: _in_image_pixels(v, image) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_in_image_pixels(v, image) for v in node]
+    return node

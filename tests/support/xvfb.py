@@ -59,8 +59,19 @@ def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24) -> Displa
     """Start Xvfb with -displayfd: it picks a free display number (never clashes with :0 or a neighbour)."""
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x{depth}",
-         "-nolisten", "tcp", "-noreset", "+extension", "XTEST"],
+        [
+            "Xvfb",
+            "-displayfd",
+            str(write_fd),
+            "-screen",
+            "0",
+            f"{width}x{height}x{depth}",
+            "-nolisten",
+            "tcp",
+            "-noreset",
+            "+extension",
+            "XTEST",
+        ],
         pass_fds=(write_fd,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -1,12 +1,12 @@
-"""Tool schemas generated from pydantic models: refs inlined, discriminator dropped, union members found."""
+"""Tool schemas generated from pydantic models: refs inlined, discriminator dropped."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from app.agent.schema import function_tool, parameters_schema, union_members
+from app.agent.schema import function_tool, parameters_schema
 
 
 class Point(BaseModel):
@@ -25,9 +25,6 @@ class Trace(BaseModel):
     holdKeys: list[str] | None = None
 
 
-Action = Annotated[Move | Trace, Field(discriminator="action")]
-
-
 def test_refs_are_inlined_and_the_discriminator_dropped() -> None:
     params = parameters_schema(Trace, drop=["action"])
     assert "$defs" not in str(params) and "$ref" not in str(params) and "title" not in params
@@ -35,11 +32,6 @@ def test_refs_are_inlined_and_the_discriminator_dropped() -> None:
     assert params["properties"]["path"]["items"]["properties"]["x"] == {"type": "number"}
     assert params["properties"]["path"]["description"] == "points to pass through"
     assert "action" not in params["properties"]
-
-
-def test_union_members_by_their_literal_tag() -> None:
-    assert union_members(Action) == {"move_mouse": Move, "trace_mouse": Trace}
-    assert union_members(Move) == {"move_mouse": Move}
 
 
 def test_function_tool_shape() -> None:
