@@ -10,7 +10,9 @@
     assert llm.requests[1].last_tool_result_has_image()
 
 A step of the script is a `Step` (built with `tool`, `tools`, `text`, `fail`) or a callable taking the
-`Request` and returning a Step, for replies that depend on what the agent sent. When the script runs
+`Request` and returning a Step, for replies that depend on what the agent sent; an exception in it
+(a failed assert) is kept in `llm.errors` and answered with a 400, which fails the task at once with the
+message in its `error`. When the script runs
 out, `then` is played (default: a 500 error saying the script is exhausted, which the agent sees as a
 transient failure and tests can spot through `llm.exhausted`).
 """
@@ -138,6 +140,7 @@ class ScriptedLLM:
             self._script = list(script)
             self._then = then
             self.requests = []
+            self.errors: list[Exception] = []
             self.exhausted = False
 
     @property
@@ -187,7 +190,13 @@ class ScriptedLLM:
             else:
                 self.exhausted = True
                 step = Step(status=500, text="scripted LLM: script exhausted")
-        return step(req) if callable(step) else step
+        if not callable(step):
+            return step
+        try:
+            return step(req)
+        except Exception as e:  # a failed check in the script: fail the task fast and visibly
+            self.errors.append(e)
+            return Step(status=400, text=f"scripted LLM: check failed: {e!r}")
 
     def _completion(self, step: Step, model: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": step.text}
