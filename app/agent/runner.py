@@ -64,6 +64,8 @@ How to work:
 - Never end a turn without calling a tool unless you are asking the human a question.
 """
 
+HANDED_BACK = "A human had control of the desktop before this action ran; the screen may have changed."
+
 SUMMARY_PROMPT = """\
 Summarise the work on this task so far for your own later use: the task, what has been done, what
 was found (exact names, paths, values), the current state of the screen and what remains to do.
@@ -199,8 +201,12 @@ class Run:
             elif name == "create_task":
                 outcome = await self._create_task(args)
             elif name.startswith(PREFIX):
-                await self.ctx.wait_for_control()  # no desktop action while a human holds control
+                taken = not await self.ctx.has_control()
+                if taken:  # no desktop action while a human holds control (POST /tasks/:id/takeover)
+                    await self.ctx.wait_for_control()
                 outcome = await self.computer.run(name.removeprefix(PREFIX), args)
+                if taken:
+                    outcome.content.insert(0, text_block(HANDED_BACK))
                 tripped = self.guard.record(name, args, outcome.key)
             else:
                 outcome = Outcome([text_block(f"Unknown tool {name!r}.")], is_error=True)

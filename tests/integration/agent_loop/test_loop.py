@@ -7,6 +7,7 @@ both the effect on the desktop and what the agent sent to the model.
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -256,3 +257,33 @@ def test_the_same_task_through_a_real_litellm_proxy(
     assert read_desktop_file(desktop_url, f"/home/user/Desktop/{folder}/hello.txt") == b"hi\n"
     assert all(r.body["model"] == "scripted" for r in scripted_llm.requests)
     assert scripted_llm.requests[1].last_tool_result_has_image()
+
+
+def test_no_desktop_action_while_a_human_holds_control(
+    agent: Agent, scripted_llm: ScriptedLLM, desktop_url: str
+) -> None:
+    desktop_action(desktop_url, "move_mouse", coordinates={"x": 5, "y": 5})
+    task_id: list[str] = []
+
+    def take_over_then_move(req: Request) -> Step:
+        r = agent.client.post(f"/tasks/{task_id[0]}/takeover")  # the human grabs the desktop meanwhile
+        assert r.status_code == 200 and r.json()["control"] == "USER", r.text
+        return tool("computer_move_mouse", coordinates={"x": 100, "y": 100})
+
+    def handed_back_seen(req: Request) -> Step:
+        assert "A human had control" in req.tool_results()[-1]["content"]
+        return tool("set_task_status", status="completed", description="moved")
+
+    scripted_llm.play([take_over_then_move, handed_back_seen])
+    task_id.append(agent.create("Move the pointer")["id"])
+    scripted_llm.wait_requests(1)
+    time.sleep(1.0)
+    pos = desktop_action(desktop_url, "cursor_position").json()["data"]
+    assert (pos["x"], pos["y"]) == (5, 5), "the agent acted while the human had control"
+    assert agent.task(task_id[0])["status"] == "IN_PROGRESS"
+
+    assert agent.client.post(f"/tasks/{task_id[0]}/resume").status_code == 200
+    done = agent.wait(task_id[0])
+    assert done["status"] == "COMPLETED", done.get("error")
+    pos = desktop_action(desktop_url, "cursor_position").json()["data"]
+    assert (pos["x"], pos["y"]) == (150, 150)  # model 100,100 on 1280x720 -> screen 150,150
