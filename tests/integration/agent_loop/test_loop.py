@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.fakes.llm_proxy import LiteLLMProxy
@@ -266,7 +267,7 @@ def test_no_desktop_action_while_a_human_holds_control(
     task_id: list[str] = []
 
     def take_over_then_move(req: Request) -> Step:
-        r = agent.client.post(f"/tasks/{task_id[0]}/takeover")  # the human grabs the desktop meanwhile
+        r = httpx.post(f"{agent.client.base_url}/tasks/{task_id[0]}/takeover")  # the human grabs control
         assert r.status_code == 200 and r.json()["control"] == "USER", r.text
         return tool("computer_move_mouse", coordinates={"x": 100, "y": 100})
 
