@@ -1,4 +1,5 @@
-"""Agent-loop fixtures: one scripted LLM and one real LiteLLM proxy in front of it, per session."""
+"""Agent-loop fixtures, one each per session: the desktop service on the test Xvfb, the scripted LLM, and a
+real LiteLLM proxy in front of it."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.config import DesktopSettings
 from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
 from tests.fakes.llm_server import ScriptedLLM
+from tests.support.net import ServerThread
+from tests.support.xvfb import Display
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +32,12 @@ def llm_proxy(scripted_server: ScriptedLLM) -> Iterator[LiteLLMProxy]:
     """A real ``litellm --config`` proxy on loopback (master key set) whose one model is the scripted LLM."""
     with litellm_proxy(scripted_server.base_url) as proxy:
         yield proxy
+
+
+@pytest.fixture(scope="session")
+def desktop_url(display: Display) -> Iterator[str]:
+    """The real desktop service on the session's Xvfb, over real HTTP."""
+    from app.desktop.api import create_app
+
+    with ServerThread(create_app(DesktopSettings(display=display.name))) as server:
+        yield server.url
