@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -14,6 +16,11 @@ class DesktopSettings(BaseSettings):
     display: str = Field(default=":0", validation_alias=AliasChoices("DESKTOP_DISPLAY", "DISPLAY"))
     port: int = 9990
     user: str = "user"
+    # relative write_file/read_file paths resolve here; default: the desktop user's ~/Desktop
+    files_dir: Path | None = None
+    max_file_bytes: int = Field(default=100 << 20, gt=0)
+    # seconds `application` waits for a launched program's window before answering 503
+    app_timeout: float = Field(default=60.0, gt=0)
 
 
 class AgentSettings(BaseSettings):

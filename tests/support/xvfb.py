@@ -95,7 +95,7 @@ def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24) -> Displa
 
 
 def start_window_manager(display: Display) -> subprocess.Popen:
-    """xfwm4, the appliance's own window manager (EWMH: activation and maximising behave as in production)."""
+    """xfwm4, the appliance's window manager (EWMH: activation and maximising behave as in production)."""
     wm = shutil.which("xfwm4")
     assert wm, "xfwm4 is missing: run `make system-test`"
     proc = display.spawn([wm, "--compositor=off", "--sm-client-disable"])
