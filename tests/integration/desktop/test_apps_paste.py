@@ -68,22 +68,36 @@ def test_paste_text_arrives_in_an_editor(desktop: Desktop, tmp_path: Path) -> No
     geany = subprocess.Popen(
         ["geany", "-i", "-c", str(home / "geany"), str(target)],
         env={**desktop.display.env, "HOME": str(home), "NO_AT_BRIDGE": "1"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
+
         def geany_window() -> int:
-            return next((w for w in desktop.x.windows() if desktop.x.wm_class(w)[1] == "Geany"
-                         and psutil.pid_exists(geany.pid) and "pasted.txt" in desktop.x.title(w)), 0)
+            return next(
+                (
+                    w
+                    for w in desktop.x.windows()
+                    if desktop.x.wm_class(w)[1] == "Geany"
+                    and psutil.pid_exists(geany.pid)
+                    and "pasted.txt" in desktop.x.title(w)
+                ),
+                0,
+            )
 
         wid = wait_for(geany_window, 20, "geany's window")
         x, y, w, h = desktop.x.geometry(wid)
-        desktop.act(action="click_mouse", coordinates={"x": x + w // 2, "y": y + h // 2}, button="left",
-                    clickCount=1)
+        desktop.act(
+            action="click_mouse", coordinates={"x": x + w // 2, "y": y + h // 2}, button="left", clickCount=1
+        )
         wait_for(lambda: desktop.x.active_window() == wid, 10, "geany focused")
         text = "pasted into geany: ünïcödé 美\nsecond line"
         desktop.act(action="paste_text", text=text)
         desktop.act(action="press_keys", keys=["ctrl", "s"], press="down")
         desktop.act(action="press_keys", keys=["ctrl", "s"], press="up")
-        wait_for(lambda: target.exists() and target.read_text().rstrip("\n") == text, 15, "geany saved the paste")
+        wait_for(
+            lambda: target.exists() and target.read_text().rstrip("\n") == text, 15, "geany saved the paste"
+        )
     finally:
         stop_process(geany)

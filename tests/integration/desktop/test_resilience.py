@@ -36,8 +36,20 @@ def test_display_loss_answers_503_then_reconnects_without_a_restart() -> None:
 
             number = first.name.lstrip(":")
             second = subprocess.Popen(
-                ["Xvfb", first.name, "-screen", "0", "1920x1080x24", "-nolisten", "tcp", "+extension", "XTEST"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                [
+                    "Xvfb",
+                    first.name,
+                    "-screen",
+                    "0",
+                    "1920x1080x24",
+                    "-nolisten",
+                    "tcp",
+                    "+extension",
+                    "XTEST",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
             )
             wait_for(lambda: Path(f"/tmp/.X11-unix/X{number}").exists(), 10, "the new Xvfb")
             deadline = time.monotonic() + 10
@@ -47,7 +59,9 @@ def test_display_loss_answers_503_then_reconnects_without_a_restart() -> None:
             r = http.post(f"{server.url}/computer-use", json={"action": "screenshot"})
             assert r.status_code == 200
             assert http.get(f"{server.url}/health").json() | {"version": 0} == {
-                "status": "ok", "display": True, "version": 0
+                "status": "ok",
+                "display": True,
+                "version": 0,
             }
     finally:
         first.stop()

@@ -54,7 +54,9 @@ def desktop_dir(desktop: Desktop):
 def test_files_round_trip_as_the_desktop_user_with_mode_0644(desktop: Desktop, desktop_dir) -> None:
     rel, path = desktop_dir
     content = "héllo wörld\n".encode() * 100
-    body = desktop.act(action="write_file", path=f"{rel}/sub/notes.txt", data=base64.b64encode(content).decode())
+    body = desktop.act(
+        action="write_file", path=f"{rel}/sub/notes.txt", data=base64.b64encode(content).decode()
+    )
     assert str(path / "sub" / "notes.txt") in body["message"]
     user = pwd.getpwnam(desktop.controller.settings.user)
     for p in (path, path / "sub", path / "sub" / "notes.txt"):
