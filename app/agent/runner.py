@@ -125,10 +125,12 @@ class Run:
     async def go(self) -> None:
         task = await self.ctx.task()
         try:
-            self.llm.route(task.model)
+            route = self.llm.route(task.model)
         except LLMError as e:
             await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
             return
+        if task.model is None:  # record which model ran it
+            task = await self.ctx.update(model=route.name)
         try:
             await self._loop(task)
         except DesktopDown as e:

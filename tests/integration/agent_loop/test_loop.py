@@ -87,6 +87,7 @@ def test_hello_txt_task_completes_and_the_file_exists(
     done = agent.wait(task["id"], timeout=90)
     assert done["status"] == "COMPLETED", done.get("error")
     assert done["result"] == {"description": "Created hello.txt containing hi."}
+    assert done["model"] == "local/scripted"
     assert read_desktop_file(desktop_url, f"/home/user/Desktop/{folder}/hello.txt") == b"hi\n"
 
     reqs = scripted_llm.requests
