@@ -28,7 +28,16 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from app.agent.computer import Computer, DesktopDown, Outcome
-from app.agent.context import ASSISTANT, USER, Turn, image_block, text_block, to_openai, tool_result_block
+from app.agent.context import (
+    ASSISTANT,
+    USER,
+    Turn,
+    estimate_tokens,
+    image_block,
+    text_block,
+    to_openai,
+    tool_result_block,
+)
 from app.agent.guards import Budget, RepeatGuard
 from app.agent.llm import LLM, LLMError
 from app.agent.models import TaskStatus
@@ -160,8 +169,10 @@ class Run:
                 await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
                 return
             t2 = time.perf_counter()
-            self.budget.spend(reply.usage.total)
-            context_tokens = reply.usage.total
+            # servers that report no usage (some local ones) still get budgets and summaries
+            used = reply.usage.total or estimate_tokens(messages)
+            self.budget.spend(used)
+            context_tokens = used
             blocks = reply.blocks or [text_block("(empty answer)")]
             # the reply is stored while its tools run (a DB write saved from every step's latency)
             saving = asyncio.create_task(self.ctx.add_message(blocks, role=ASSISTANT))

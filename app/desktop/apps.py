@@ -33,8 +33,20 @@ DESKTOP = "desktop"
 TERMINAL_CLASSES = frozenset(
     c.lower()
     for c in (
-        "Xfce4-terminal", "Gnome-terminal", "konsole", "Tilix", "Terminator", "kitty", "Alacritty",
-        "Lxterminal", "Mate-terminal", "qterminal", "URxvt", "st-256color", "wezterm", "foot",
+        "Xfce4-terminal",
+        "Gnome-terminal",
+        "konsole",
+        "Tilix",
+        "Terminator",
+        "kitty",
+        "Alacritty",
+        "Lxterminal",
+        "Mate-terminal",
+        "qterminal",
+        "URxvt",
+        "st-256color",
+        "wezterm",
+        "foot",
     )
 )
 

@@ -87,12 +87,22 @@ class DesktopController:
         self._launched: dict[str, subprocess.Popen] = {}
         tune_malloc()
         self._handlers = {
-            A.MoveMouse: self.move_mouse, A.TraceMouse: self.trace_mouse, A.ClickMouse: self.click_mouse,
-            A.PressMouse: self.press_mouse, A.DragMouse: self.drag_mouse, A.Scroll: self.scroll,
-            A.TypeKeys: self.type_keys, A.PressKeys: self.press_keys, A.TypeText: self.type_text,
-            A.PasteText: self.paste_text, A.Wait: self.wait, A.Screenshot: self.screenshot,
-            A.CursorPosition: self.cursor_position, A.Application: self.application,
-            A.WriteFile: self.write_file, A.ReadFile: self.read_file,
+            A.MoveMouse: self.move_mouse,
+            A.TraceMouse: self.trace_mouse,
+            A.ClickMouse: self.click_mouse,
+            A.PressMouse: self.press_mouse,
+            A.DragMouse: self.drag_mouse,
+            A.Scroll: self.scroll,
+            A.TypeKeys: self.type_keys,
+            A.PressKeys: self.press_keys,
+            A.TypeText: self.type_text,
+            A.PasteText: self.paste_text,
+            A.Wait: self.wait,
+            A.Screenshot: self.screenshot,
+            A.CursorPosition: self.cursor_position,
+            A.Application: self.application,
+            A.WriteFile: self.write_file,
+            A.ReadFile: self.read_file,
         }
 
     async def perform(self, action: A.Action) -> Outcome:
@@ -444,9 +454,14 @@ class DesktopController:
         as_root = os.geteuid() == 0 and u.uid != 0
         if as_root:
             env = {
-                "HOME": str(u.home), "USER": u.name, "LOGNAME": u.name, "DISPLAY": self.settings.display,
-                "PATH": "/usr/local/bin:/usr/bin:/bin", "SHELL": "/bin/bash",
-                "LANG": os.environ.get("LANG", "C.UTF-8"), "NO_AT_BRIDGE": "1",
+                "HOME": str(u.home),
+                "USER": u.name,
+                "LOGNAME": u.name,
+                "DISPLAY": self.settings.display,
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "SHELL": "/bin/bash",
+                "LANG": os.environ.get("LANG", "C.UTF-8"),
+                "NO_AT_BRIDGE": "1",
             }
             creds: dict = {"user": u.uid, "group": u.gid, "extra_groups": []}
             cwd = u.home
@@ -456,8 +471,14 @@ class DesktopController:
             cwd = Path.home()
         try:
             return subprocess.Popen(
-                list(spec.argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True, **creds,
+                list(spec.argv),
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                **creds,
             )
         except OSError as exc:
             raise InvalidAction(f"cannot start {spec.argv[0]}: {exc.strerror}; is it installed?") from None
