@@ -357,14 +357,16 @@ class DesktopController:
                         self._clipboard = Clipboard(self.settings.display)
                     clip = self._clipboard
                 fetched = clip.offer(a.text)
-                instance, cls = x.wm_class(x.active_window())
+                active = x.active_window()
+                instance, cls = x.wm_class(active) if active else ("", "")
                 terminal = cls.lower() in apps.TERMINAL_CLASSES or instance.lower() in apps.TERMINAL_CLASSES
                 chord = ["ctrl", "shift", "v"] if terminal else ["ctrl", "v"]
                 codes = self._keycodes(x, chord)
                 self._press(x, codes)
                 self._release(x, codes)
                 x.sync()
-                await self._poll(fetched.is_set, PASTE_FETCH_TIMEOUT_S, interval=0.005)
+                if active:  # with no focused window nobody will fetch it
+                    await self._poll(fetched.is_set, PASTE_FETCH_TIMEOUT_S, interval=0.005)
         if not fetched.is_set():
             return Outcome(message="pasted, but the focused window did not fetch the clipboard")
         return Outcome()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import pkgutil
+import queue
 import select
 import threading
 from collections import OrderedDict
@@ -227,6 +229,8 @@ class Clipboard:
 
     ``offer(text)`` takes ownership and returns an Event that is set once a client has fetched the text,
     which is how ``paste_text`` knows the paste happened. Large texts go out with the INCR protocol.
+    Only the clipboard thread touches its X connection (python-xlib is not safe to share across threads);
+    ``offer`` hands the text over through a queue and a wake-up pipe.
     """
 
     CHUNK = 65536
@@ -248,30 +252,37 @@ class Clipboard:
         ]
         self.a = {n: self.d.intern_atom(n) for n in atoms}
         self.a["STRING"] = Xatom.STRING
+        self.d.sync()
         self._data = b""
         self._fetched = threading.Event()
         self._incr: dict[tuple[int, int], memoryview] = {}
+        self._incr_kind = self.a["UTF8_STRING"]
         self._stop = False
-        self._lock = threading.Lock()
+        self._offers: queue.SimpleQueue[tuple[bytes, threading.Event, threading.Event, list[bool]]] = (
+            queue.SimpleQueue()
+        )
+        self._wake_r, self._wake_w = os.pipe()
         self._thread = threading.Thread(target=self._serve, name="x11-clipboard", daemon=True)
         self._thread.start()
 
-    def offer(self, text: str) -> threading.Event:
-        with self._lock:
-            self._data = text.encode("utf-8")
-            self._fetched = threading.Event()
-            for sel in ("CLIPBOARD", "PRIMARY"):
-                self.win.set_selection_owner(self.a[sel], X.CurrentTime)
-            self.d.sync()
-            if self.d.get_selection_owner(self.a["CLIPBOARD"]) != self.win:
-                raise RuntimeError("could not take ownership of the CLIPBOARD selection")
-            return self._fetched
+    def offer(self, text: str, timeout: float = 2.0) -> threading.Event:
+        fetched, owned, ok = threading.Event(), threading.Event(), [False]
+        self._offers.put((text.encode("utf-8"), fetched, owned, ok))
+        os.write(self._wake_w, b"o")
+        if not owned.wait(timeout) or not ok[0]:
+            raise OSError("could not take ownership of the CLIPBOARD selection")
+        return fetched
 
     def close(self) -> None:
         self._stop = True
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"q")
         self._thread.join(timeout=2)
         with contextlib.suppress(*CONNECTION_ERRORS):
             self.d.close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     @property
     def alive(self) -> bool:
@@ -280,18 +291,28 @@ class Clipboard:
     def _serve(self) -> None:
         try:
             while not self._stop:
-                if not self.d.pending_events():
-                    select.select([self.d.fileno()], [], [], 0.2)
-                    if not self.d.pending_events():
-                        continue
-                ev = self.d.next_event()
-                with self._lock:
+                ready, _, _ = select.select([self.d.fileno(), self._wake_r], [], [], 0.5)
+                if self._wake_r in ready:
+                    os.read(self._wake_r, 64)
+                while not self._offers.empty():
+                    self._own(*self._offers.get_nowait())
+                while self.d.pending_events():
+                    ev = self.d.next_event()
                     if ev.type == X.SelectionRequest:
                         self._answer(ev)
                     elif ev.type == X.PropertyNotify and ev.state == X.PropertyDelete:
                         self._incr_next(ev.window.id, ev.atom)
         except CONNECTION_ERRORS:
             return
+
+    def _own(self, data: bytes, fetched: threading.Event, owned: threading.Event, ok: list[bool]) -> None:
+        try:
+            self._data, self._fetched, self._incr = data, fetched, {}
+            for sel in ("CLIPBOARD", "PRIMARY"):
+                self.win.set_selection_owner(self.a[sel], X.CurrentTime)
+            ok[0] = self.d.get_selection_owner(self.a["CLIPBOARD"]) == self.win
+        finally:
+            owned.set()
 
     def _answer(self, ev: xevent.SelectionRequest) -> None:
         prop = ev.property or ev.target
