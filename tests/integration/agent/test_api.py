@@ -340,3 +340,18 @@ def test_openapi_and_docs_are_served(api: httpx.Client) -> None:
     content = spec["paths"]["/tasks"]["post"]["requestBody"]["content"]
     assert {"application/json", "multipart/form-data"} == set(content)
     assert "TaskCreate" in spec["components"]["schemas"]
+
+
+class _WithModels:
+    async def execute(self, task_id, ctx) -> None:  # pragma: no cover - never run here
+        raise AssertionError
+
+    async def models(self) -> list[dict]:
+        return [{"provider": "anthropic", "name": "m1", "title": "Model One", "contextWindow": 200000}]
+
+
+def test_models_come_from_the_executor_when_it_lists_them(db_url: str) -> None:
+    with serve(db_url, _WithModels()) as api:
+        assert api.get("/tasks/models").json() == [
+            {"provider": "anthropic", "name": "m1", "title": "Model One", "contextWindow": 200000}
+        ]
