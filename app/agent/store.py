@@ -319,7 +319,8 @@ class Store:
         """The IN_PROGRESS task (this worker's first when several desktops share the database)."""
         stmt = select(Task).where(Task.status == S.IN_PROGRESS)
         if prefer_owner:
-            stmt = stmt.order_by((Task.lease_owner == prefer_owner).desc(), Task.executed_at)
+            mine = func.coalesce(Task.lease_owner == prefer_owner, False)  # NULL owner sorts as not mine
+            stmt = stmt.order_by(mine.desc(), Task.executed_at)
         else:
             stmt = stmt.order_by(Task.executed_at)
         async with self._read() as s:

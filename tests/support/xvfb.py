@@ -56,7 +56,7 @@ def _terminate(proc: subprocess.Popen) -> None:
 
 
 def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24) -> Display:
-    """Start Xvfb with -displayfd: it picks a free display number (never clashes with :0 or a neighbour)."""
+    """Start Xvfb with -displayfd so it picks a free display number (never clashes with :0 or a neighbour)."""
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
         [
@@ -95,7 +95,7 @@ def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24) -> Displa
 
 
 def start_window_manager(display: Display) -> subprocess.Popen:
-    """xfwm4, the appliance's window manager (EWMH: activation and maximising behave as in production)."""
+    """xfwm4, the appliance's own window manager (EWMH: activation and maximising as in production)."""
     wm = shutil.which("xfwm4")
     assert wm, "xfwm4 is missing: run `make system-test`"
     proc = display.spawn([wm, "--compositor=off", "--sm-client-disable"])
