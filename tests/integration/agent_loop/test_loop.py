@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from app.agent.store import Store
+from app.desktop.actions import ACTION_MODELS
 from tests.fakes.llm_proxy import LiteLLMProxy
 from tests.fakes.llm_server import Request, ScriptedLLM, Step, fail, text, tool
 from tests.integration.agent_loop.harness import (
@@ -27,25 +28,8 @@ from tests.integration.agent_loop.harness import (
     unique,
 )
 
-SPEC_ACTIONS = (
-    "move_mouse",
-    "trace_mouse",
-    "click_mouse",
-    "press_mouse",
-    "drag_mouse",
-    "scroll",
-    "type_keys",
-    "press_keys",
-    "type_text",
-    "paste_text",
-    "wait",
-    "screenshot",
-    "cursor_position",
-    "application",
-    "write_file",
-    "read_file",
-)
-COMPUTER_TOOLS = {f"computer_{a}" for a in SPEC_ACTIONS}
+# the 16 actions of the spec (tests/unit/desktop checks the desktop's models cover them)
+COMPUTER_TOOLS = {f"computer_{a}" for a in ACTION_MODELS}
 
 
 @pytest.fixture
