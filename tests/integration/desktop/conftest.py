@@ -164,7 +164,10 @@ class Probe:
             return {}
 
     def wait(self, predicate: Callable[[dict], object], timeout: float = 10, what: str = "state") -> dict:
-        wait_for(lambda: predicate(self.state()), timeout, what)
+        try:
+            wait_for(lambda: predicate(self.state()), timeout, what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the probe's last state: {self.state()}") from None
         return self.state()
 
 
