@@ -82,6 +82,15 @@ MULTIPART_SCHEMA = {
 }
 
 
+def _builtin_executor(settings: AgentSettings) -> Executor:
+    """AGENT_EXECUTOR when set, else the agent loop (app.agent.runner; imports LiteLLM, ~3 s)."""
+    if settings.executor:
+        return load_executor(settings.executor)
+    from app.agent.runner import AgentExecutor
+
+    return AgentExecutor(settings)
+
+
 def create_app(
     settings: AgentSettings | None = None,
     *,
@@ -97,7 +106,7 @@ def create_app(
         store.subscribe(hub.publish)
         client = desktop or DesktopClient(settings.desktop_url, settings.desktop_timeout)
         worker = None
-        run = executor or load_executor(settings.executor)
+        run = executor or _builtin_executor(settings)
         if settings.worker_enabled:
             worker = Worker(
                 store,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from app.agent.queue import UnavailableExecutor
 from tests.integration.agent.conftest import serve, with_store
 
 ERROR_KEYS = {"statusCode", "message", "error"}
@@ -322,8 +323,9 @@ def test_takeover_and_resume_switch_control(api: httpx.Client) -> None:
     assert_error(api.post(f"/tasks/{t['id']}/takeover"), 400, "CANCELLED")
 
 
-def test_models_is_an_empty_list_without_the_agent_loop(api: httpx.Client) -> None:
-    r = api.get("/tasks/models")
+def test_models_is_an_empty_list_without_the_agent_loop(db_url: str) -> None:
+    with serve(db_url, UnavailableExecutor()) as api:
+        r = api.get("/tasks/models")
     assert r.status_code == 200 and r.json() == []
 
 

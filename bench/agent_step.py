@@ -1,0 +1,137 @@
+"""The agent loop's own overhead per step, with a scripted model that answers instantly.
+
+One step = build the context from the database, call the model (LiteLLM over loopback HTTP to the
+scripted server), store its reply, run the tool on the real desktop service (Xvfb 1920x1080, static
+screen), wait for the screen to settle, take the scaled screenshot, store the tool result. The desktop
+service and the scripted model run in their own processes, as in the appliance; the agent service (API
+and worker) runs in this one so its step timings can be read.
+
+Baseline, measured in the same run: the same loop with the reference product's fixed 750 ms sleep after
+each action instead of settle detection.
+
+    .venv/bin/python bench/agent_step.py [--steps 40] [--baseline-steps 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+sys.path.insert(0, str(ROOT))
+
+from app.agent.computer import Computer  # noqa: E402
+from app.agent.runner import AgentExecutor  # noqa: E402
+from app.config import AgentSettings  # noqa: E402
+from tests.integration.agent_loop.harness import loop_settings, serve_agent  # noqa: E402
+from tests.support.net import free_port, wait_http  # noqa: E402
+from tests.support.xvfb import start_window_manager, start_xvfb  # noqa: E402
+
+TARGET_P50_MS = 150.0
+
+
+class FixedSleepComputer(Computer):
+    """The reference product's way: sleep 750 ms after every action, then one screenshot."""
+
+    async def settled_screenshot(self) -> str:
+        await asyncio.sleep(0.75)
+        return await self.screenshot()
+
+
+class FixedSleepExecutor(AgentExecutor):
+    computer_class = FixedSleepComputer
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
+
+
+def run(executor_cls: type[AgentExecutor], steps: int, desktop_url: str, llm_url: str, tmp: Path) -> list:
+    settings: AgentSettings = loop_settings(
+        tmp / f"{executor_cls.__name__}.db", desktop_url, llm_url, max_steps=steps + 1, repeat_limit=0
+    )
+    executor = executor_cls(settings)
+    with serve_agent(settings, executor=executor) as agent:
+        task = agent.create("benchmark: move the pointer around")
+        agent.wait(task["id"], timeout=steps * 5 + 60)
+    return executor.steps[1:]  # the first step warms up connections and imports
+
+
+@contextlib.contextmanager
+def service(argv: list[str], url: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A service in its own process, as in the appliance (no GIL shared with the agent being measured)."""
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        wait_http(url, timeout=60, ok=(200, 404, 405))
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+
+
+def report(name: str, steps: list) -> float:
+    total = [s.total * 1000 for s in steps]
+    parts = {k: statistics.median(getattr(s, k) * 1000 for s in steps) for k in ("llm", "tools", "store")}
+    print(
+        f"{name:<28} n={len(total):3d}  p50 {pct(total, 50):7.1f} ms  p95 {pct(total, 95):7.1f} ms   "
+        f"(median llm {parts['llm']:.1f}, tool+settle+screenshot {parts['tools']:.1f}, "
+        f"db+context {parts['store']:.1f} ms)"
+    )
+    return pct(total, 50)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--baseline-steps", type=int, default=8)
+    args = ap.parse_args()
+    display = start_xvfb()
+    try:
+        start_window_manager(display)
+        dport, lport = free_port(), free_port()
+        step = json.dumps({"calls": [["computer_move_mouse", {"coordinates": {"x": 5, "y": 5}}]]})
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            service(
+                [PY, "-m", "uvicorn", "--factory", "app.desktop.api:create_app", "--port", str(dport)],
+                f"http://127.0.0.1:{dport}/health",
+                {"DESKTOP_DISPLAY": display.name},
+            ),
+            service(
+                [PY, "-m", "tests.fakes.llm_server", "--port", str(lport), "--then", step],
+                f"http://127.0.0.1:{lport}/v1/models",
+            ),
+        ):
+            desktop_url, llm_url = f"http://127.0.0.1:{dport}", f"http://127.0.0.1:{lport}/v1"
+            ours = run(AgentExecutor, args.steps, desktop_url, llm_url, Path(tmp))
+            base = run(FixedSleepExecutor, args.baseline_steps, desktop_url, llm_url, Path(tmp))
+    finally:
+        display.stop()
+    print("agent step overhead, instant scripted model, static 1920x1080 screen, screenshots 1280x720")
+    p50 = report("settle detection (ours)", ours)
+    b50 = report("fixed 750 ms sleep (ref.)", base)
+    print(
+        f"ratio baseline/ours p50: {b50 / p50:.1f}x   target p50 <= {TARGET_P50_MS:.0f} ms: "
+        f"{'met' if p50 <= TARGET_P50_MS else 'NOT met'}"
+    )
+
+
+if __name__ == "__main__":
+    t = time.perf_counter()
+    main()
+    print(f"(bench took {time.perf_counter() - t:.0f} s)")

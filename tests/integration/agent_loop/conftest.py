@@ -1,0 +1,55 @@
+"""Agent-loop fixtures, one each per session: a display and the desktop service on it, the scripted LLM,
+and a real LiteLLM proxy in front of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from app.config import DesktopSettings
+from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
+from tests.fakes.llm_server import ScriptedLLM
+from tests.support.net import ServerThread
+from tests.support.xvfb import Display, start_window_manager, start_xvfb
+
+
+@pytest.fixture(scope="session")
+def scripted_server() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM().serve() as llm:
+        yield llm
+
+
+@pytest.fixture
+def scripted_llm(scripted_server: ScriptedLLM) -> ScriptedLLM:
+    """The session's scripted LLM with an empty script: call ``.play([...])`` in the test."""
+    scripted_server.play([])
+    return scripted_server
+
+
+@pytest.fixture(scope="session")
+def llm_proxy(scripted_server: ScriptedLLM) -> Iterator[LiteLLMProxy]:
+    """A real ``litellm --config`` proxy on loopback (master key set) whose one model is the scripted LLM."""
+    with litellm_proxy(scripted_server.base_url) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="session")
+def loop_display() -> Iterator[Display]:
+    """An Xvfb + xfwm4 of these tests' own: the programs the agent opens (a terminal ...) stay off the
+    display the desktop-service tests use, and die with this display at the end."""
+    d = start_xvfb()
+    try:
+        start_window_manager(d)
+        yield d
+    finally:
+        d.stop()
+
+
+@pytest.fixture(scope="session")
+def desktop_url(loop_display: Display) -> Iterator[str]:
+    """The real desktop service on that Xvfb, over real HTTP."""
+    from app.desktop.api import create_app
+
+    with ServerThread(create_app(DesktopSettings(display=loop_display.name))) as server:
+        yield server.url
