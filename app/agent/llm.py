@@ -13,22 +13,19 @@ back as content blocks (``thinking``, ``text``, ``tool_use``), the shape the age
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import httpx
 
 from app.config import AgentSettings
-
-# LiteLLM fetches its model price map from GitHub at import time unless told not to (3 retries, ~2 s
-# offline). The bundled copy is what we want; set this before the first import of litellm.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-import litellm
 
 log = logging.getLogger(__name__)
 
@@ -251,27 +248,39 @@ def parse_reply(response: Any, model: str = "") -> Reply:
 
 # ---------------------------------------------------------------------------------------------- calling
 
-TRANSIENT = (
-    litellm.RateLimitError,
-    litellm.Timeout,
-    litellm.APIConnectionError,
-    litellm.ServiceUnavailableError,
-    litellm.BadGatewayError,
-    litellm.InternalServerError,
-)
-PERMANENT = (
-    litellm.AuthenticationError,
-    litellm.PermissionDeniedError,
-    litellm.NotFoundError,
-    litellm.BadRequestError,
-    litellm.UnprocessableEntityError,
-)
+
+@functools.cache
+def _litellm() -> ModuleType:
+    """LiteLLM, imported on first use: the import costs ~4 s and ~180 MiB, which the service's start-up
+    (and a build with no model configured) should not pay."""
+    # It fetches its model price map from GitHub at import time unless told not to (3 retries, ~2 s
+    # offline). The bundled copy is what we want; set this before the first import.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return litellm
 
 
 def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, PERMANENT):
+    litellm = _litellm()
+    permanent = (
+        litellm.AuthenticationError,
+        litellm.PermissionDeniedError,
+        litellm.NotFoundError,
+        litellm.BadRequestError,
+        litellm.UnprocessableEntityError,
+    )
+    transient = (
+        litellm.RateLimitError,
+        litellm.Timeout,
+        litellm.APIConnectionError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+        litellm.InternalServerError,
+    )
+    if isinstance(exc, permanent):
         return False
-    if isinstance(exc, TRANSIENT):
+    if isinstance(exc, transient):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status >= 500 or status == 429)
@@ -308,7 +317,7 @@ class LLM:
         attempts = s.llm_retries + 1
         for attempt in range(attempts):
             try:
-                response = await litellm.acompletion(**kwargs)
+                response = await _litellm().acompletion(**kwargs)
                 return parse_reply(response, r.name)
             except Exception as exc:
                 if not _is_transient(exc):
@@ -388,7 +397,7 @@ class LLM:
     @staticmethod
     def _litellm_context_window(r: Route) -> int:
         try:
-            info = litellm.get_model_info(r.litellm_model)
+            info = _litellm().get_model_info(r.litellm_model)
         except Exception:
             return DEFAULT_CONTEXT_WINDOW
         return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
