@@ -1,0 +1,78 @@
+"""The few agent-service reads the UI server needs to render a page before any JavaScript runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+class AgentUnavailable(Exception):
+    """The agent service did not answer (down, wrong UI_AGENT_URL, time-out)."""
+
+    def __init__(self, base_url: str, error: Exception) -> None:
+        super().__init__(f"The agent service at {base_url} is not reachable ({type(error).__name__}).")
+        self.base_url = base_url
+
+
+class AgentFailed(Exception):
+    """The agent answered with an error body ``{statusCode, message, error}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# The status tabs of the task list: (key, label, statuses sent to the agent).
+FILTERS: list[tuple[str, str, list[str]]] = [
+    ("all", "All", []),
+    ("active", "Active", ["PENDING", "IN_PROGRESS", "NEEDS_HELP", "NEEDS_REVIEW"]),
+    ("attention", "Needs you", ["NEEDS_HELP", "NEEDS_REVIEW"]),
+    ("completed", "Completed", ["COMPLETED"]),
+    ("failed", "Failed / cancelled", ["FAILED", "CANCELLED"]),
+]
+
+
+def statuses_for(filter_key: str) -> list[str]:
+    for key, _label, statuses in FILTERS:
+        if key == filter_key:
+            return statuses
+    return []
+
+
+class AgentClient:
+    def __init__(self, base_url: str, client: httpx.AsyncClient) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+
+    async def _get(self, path: str, params: dict | None = None) -> httpx.Response:
+        try:
+            r = await self.client.get(self.base_url + path, params=params)
+        except httpx.HTTPError as e:
+            raise AgentUnavailable(self.base_url, e) from e
+        if r.status_code >= 400:
+            try:
+                message = r.json().get("message") or r.text
+            except ValueError:
+                message = r.text
+            raise AgentFailed(r.status_code, str(message))
+        return r
+
+    async def list_tasks(self, statuses: list[str], limit: int, offset: int) -> tuple[list[dict], int]:
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if statuses:
+            params["statuses"] = ",".join(statuses)
+        r = await self._get("/tasks", params)
+        tasks = r.json()
+        total = int(r.headers.get("x-total-count", len(tasks)))
+        return tasks, total
+
+    async def get_task(self, task_id: str) -> dict:
+        return (await self._get(f"/tasks/{task_id}")).json()
+
+    async def messages(self, task_id: str, offset: int, limit: int = 200) -> list[dict]:
+        return (await self._get(f"/tasks/{task_id}/messages", {"offset": offset, "limit": limit})).json()
+
+    async def models(self) -> list[dict]:
+        return (await self._get("/tasks/models")).json()
