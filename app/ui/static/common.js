@@ -65,6 +65,7 @@ export function connectEvents({ taskId = null, onEvent, onOpen = () => {} }) {
     socket.addEventListener("open", () => {
       delay = 500;
       setLive("up", "live");
+      if (reloadWhenLive()) return;
       if (taskId) socket.send(JSON.stringify({ action: "subscribe", taskId }));
       onOpen();
     });
@@ -83,6 +84,17 @@ export function connectEvents({ taskId = null, onEvent, onOpen = () => {} }) {
   }
   open();
   return { close: () => socket && socket.close() };
+}
+
+/** A page rendered while the agent was down re-renders itself once it is back (at most every 5 s). */
+function reloadWhenLive() {
+  if (!document.querySelector("[data-reload-when-live]")) return false;
+  if ([...document.querySelectorAll("textarea")].some((t) => t.value)) return false; // keep what was typed
+  const last = Number(sessionStorage.getItem("deskpilot-reload") || 0);
+  if (Date.now() - last < 5000) return false;
+  sessionStorage.setItem("deskpilot-reload", String(Date.now()));
+  location.reload();
+  return true;
 }
 
 const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
