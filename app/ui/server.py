@@ -135,10 +135,11 @@ def create_app(settings: UISettings | None = None) -> FastAPI:
             return page(
                 request, "task.html", {"task": None, "task_id": task_id, "error": e.message}, e.status
             )
-        state = {k: v for k, v in task.items() if k not in ("messages", "files")}
-        return page(
-            request, "task.html", {"task": task, "task_id": task_id, "error": None, "task_state": state}
-        )
+        ctx = {"task": task, "task_id": task_id, "error": None}
+        ctx["task_state"] = {k: v for k, v in task.items() if k not in ("messages", "files")}
+        if task.get("status") == "PENDING":  # say why it may not start
+            ctx.update(await models_state(request))
+        return page(request, "task.html", ctx)
 
     # -------------------------------------------------------------------------------------- fragments
 
