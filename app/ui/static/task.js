@@ -30,6 +30,7 @@ function applyState(next) {
   badge.className = `badge status status-${task.status}`;
   badge.dataset.status = task.status;
   badge.textContent = STATUS_LABELS[task.status] || task.status;
+  document.title = `${badge.textContent} · ${task.description.slice(0, 60)} · Deskpilot`;
   const prio = document.querySelector("#task-priority .badge");
   prio.className = `badge prio prio-${task.priority}`;
   prio.textContent = task.priority.charAt(0) + task.priority.slice(1).toLowerCase();
