@@ -14,6 +14,8 @@ class DesktopSettings(BaseSettings):
     display: str = Field(default=":0", validation_alias=AliasChoices("DESKTOP_DISPLAY", "DISPLAY"))
     port: int = 9990
     user: str = "user"
+    vnc_host: str = "127.0.0.1"  # x11vnc, bridged to the browser at /vnc/websockify
+    vnc_port: int = 5900
 
 
 class AgentSettings(BaseSettings):

@@ -10,5 +10,5 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
 spec="$here"
-[[ -n "$extras" ]] && spec="$here[$extras]"
+[[ -n "$extras" ]] && spec="${here}[${extras}]"
 "$venv/bin/pip" install -q --disable-pip-version-check -c "$here/constraints.txt" -e "$spec"

@@ -7,6 +7,7 @@
 set -euo pipefail
 
 DESKTOP_USER=${DESKTOP_USER:-user}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 runtime_packages=(
   # display, window manager, desktop, live view
@@ -62,3 +63,11 @@ if ! id -u "$DESKTOP_USER" >/dev/null 2>&1; then
 fi
 home=$(getent passwd "$DESKTOP_USER" | cut -d: -f6)
 as_root install -d -o "$DESKTOP_USER" -g "$DESKTOP_USER" "$home" "$home/Desktop" "$home/Documents" "$home/Downloads"
+
+# rootfs/: the files the appliance adds to the system (browser and mail policies, ...), laid out as they land.
+# rootfs/home/user is the desktop user's skeleton: scripts/appliance.sh applies it on every start, into whichever
+# home is in use (a volume in the image, a temporary one in the tests).
+for top in "$here"/rootfs/*; do
+  [[ $(basename "$top") == home ]] && continue
+  as_root cp -rT --preserve=mode "$top" "/$(basename "$top")"
+done

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from app import __version__
+from app.desktop import vnc
 
 
 def create_app() -> FastAPI:
@@ -14,4 +15,5 @@ def create_app() -> FastAPI:
     def health() -> dict:
         return {"status": "ok", "version": __version__}
 
+    vnc.install(app)  # /vnc live view; keep it after the other routes
     return app

@@ -1,0 +1,113 @@
+"""The live view at ``/vnc``: noVNC's page and files, and a same-origin WebSocket bridge to x11vnc.
+
+x11vnc listens on localhost only; the browser reaches it through ``/vnc/websockify`` on the desktop port, so
+one port (and one origin) serves the API and the view. No websockify process: the bridge below copies bytes
+both ways until either side closes. The view is read-only unless the page is opened with ``?interactive=1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, FastAPI, Request, WebSocket
+from fastapi.responses import RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from app.config import DesktopSettings
+
+NOVNC_DIR = Path("/usr/share/novnc")  # Debian's novnc files, extracted by scripts/install-system.sh
+_CHUNK = 1 << 16
+
+
+def viewer_url(root_path: str = "", *, view_only: bool = True) -> str:
+    """noVNC's page with the settings the appliance wants; noVNC resolves ``path`` against the host root."""
+    query = urlencode(
+        {
+            "autoconnect": "true",
+            "reconnect": "true",
+            "resize": "scale",
+            "view_only": "true" if view_only else "false",
+            "path": f"{root_path.strip('/')}/vnc/websockify".lstrip("/"),
+        }
+    )
+    return f"{root_path.rstrip('/')}/vnc/vnc.html?{query}"
+
+
+async def vnc_reachable(settings: DesktopSettings) -> bool:
+    """True when x11vnc accepts a TCP connection within half a second (for /health)."""
+    try:
+        async with asyncio.timeout(0.5):
+            _, writer = await asyncio.open_connection(settings.vnc_host, settings.vnc_port)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    return True
+
+
+async def bridge(ws: WebSocket, host: str, port: int) -> None:
+    """Copy RFB bytes between the browser's WebSocket and x11vnc's TCP socket until one side ends."""
+    offered = [p.strip() for p in ws.headers.get("sec-websocket-protocol", "").split(",")]
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+    except OSError as e:
+        # The display (and x11vnc with it) is restarting; noVNC reconnects by itself.
+        await ws.accept(subprotocol="binary" if "binary" in offered else None)
+        await ws.close(code=1011, reason=f"VNC server {host}:{port} unavailable: {e.strerror or e}")
+        return
+    await ws.accept(subprotocol="binary" if "binary" in offered else None)
+
+    async def vnc_to_browser() -> None:
+        while data := await reader.read(_CHUNK):
+            await ws.send_bytes(data)
+
+    async def browser_to_vnc() -> None:
+        while True:
+            message = await ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            writer.write(message.get("bytes") or (message.get("text") or "").encode())
+            await writer.drain()
+
+    tasks = {asyncio.create_task(vnc_to_browser()), asyncio.create_task(browser_to_vnc())}
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, OSError, WebSocketDisconnect, RuntimeError):
+                await task
+        writer.close()
+        # The browser may already be gone: closing then raises, which is not an error of ours.
+        if ws.client_state == WebSocketState.CONNECTED:
+            with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+                await ws.close()
+
+
+def router(settings: DesktopSettings) -> APIRouter:
+    r = APIRouter()
+
+    @r.get("/vnc", include_in_schema=False)
+    @r.get("/vnc/", include_in_schema=False)
+    def vnc_page(
+        request: Request, interactive: bool = False, view_only: bool | None = None
+    ) -> RedirectResponse:
+        """The live view; read-only unless ``?interactive=1`` (or ``?view_only=false``)."""
+        read_only = (not interactive) if view_only is None else view_only
+        return RedirectResponse(viewer_url(request.scope.get("root_path", ""), view_only=read_only))
+
+    @r.websocket("/vnc/websockify")
+    async def vnc_websocket(ws: WebSocket) -> None:
+        await bridge(ws, settings.vnc_host, settings.vnc_port)
+
+    return r
+
+
+def install(app: FastAPI, settings: DesktopSettings | None = None) -> None:
+    """Add the routes, then noVNC's files under /vnc (after the routes, so they take precedence)."""
+    app.include_router(router(settings or DesktopSettings()))
+    app.mount("/vnc", StaticFiles(directory=NOVNC_DIR, check_dir=False), name="vnc")

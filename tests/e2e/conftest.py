@@ -1,0 +1,22 @@
+"""One appliance for the e2e session, booted from supervisord.conf and rootfs/ on a free display and free ports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.appliance import Appliance
+
+
+@pytest.fixture(scope="session")
+def appliance() -> Iterator[Appliance]:
+    a = Appliance().start()
+    try:
+        a.boot_seconds = a.wait_healthy()
+        yield a
+    finally:
+        leftovers = a.stop()
+        log = a.log_tail()
+        a.cleanup()
+    assert not leftovers, f"processes left behind after supervisord stopped: {leftovers}\n{log}"
