@@ -52,7 +52,7 @@ function setLive(state, text) {
 
 /**
  * The agent's WebSocket (DESIGN §3): {"event": "task_created"|"task_updated"|"task_deleted"|
- * "new_message", "data": ...}. `taskId` subscribes to one task's messages. `onOpen` runs on every
+ * "new_message", "data": ...}. `taskId` subscribes to that task's events only (`/ws?taskId=`). `onOpen` runs on every
  * (re)connect so a page can catch up on what it missed while disconnected. Reconnects with backoff.
  */
 export function connectEvents({ taskId = null, onEvent, onOpen = () => {} }) {
@@ -66,7 +66,6 @@ export function connectEvents({ taskId = null, onEvent, onOpen = () => {} }) {
       delay = 500;
       setLive("up", "live");
       if (reloadWhenLive()) return;
-      if (taskId) socket.send(JSON.stringify({ action: "subscribe", taskId }));
       onOpen();
     });
     socket.addEventListener("message", (e) => {

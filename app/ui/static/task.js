@@ -40,6 +40,10 @@ function applyState(next) {
   const error = document.getElementById("task-error");
   error.hidden = !task.error;
   error.textContent = task.error || "";
+  const result = document.getElementById("task-result");
+  const text = typeof task.result === "string" ? task.result : task.result ? JSON.stringify(task.result) : "";
+  result.hidden = !text;
+  result.textContent = text;
   document.getElementById("reply-label").textContent =
     task.status === "NEEDS_HELP" ? "The agent needs your help: answer it here"
       : task.status === "NEEDS_REVIEW" ? "The agent asks for a review: reply, or mark it complete"
