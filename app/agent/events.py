@@ -1,0 +1,103 @@
+"""WebSocket ``/ws``: live task events for user interfaces.
+
+Every frame is JSON ``{"event": "task_created"|"task_updated"|"task_deleted"|"new_message", "data": ...}``;
+``data`` is the Task (without messages) for task_created/task_updated, ``{"id"}`` for task_deleted and
+the Message for new_message. A connection gets every event, or only those of the tasks it subscribed to:
+``/ws?taskId=<id>`` (repeatable) at connect time, or at any time the client sends
+``{"action": "subscribe", "taskId": "<id>"}`` / ``{"action": "unsubscribe", "taskId": "<id>"}``; an empty
+subscription set means all events again. The server answers each action with
+``{"event": "subscribed", "data": {"taskIds": [...]}}``. Events are those of this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import orjson
+from fastapi import WebSocket, WebSocketDisconnect
+
+QUEUE_LIMIT = 1000  # a client this far behind is disconnected rather than buffered without bound
+
+
+class _Client:
+    def __init__(self, task_ids: set[str]) -> None:
+        self.task_ids = task_ids
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_LIMIT)
+
+    def wants(self, event: str, data: dict[str, Any]) -> bool:
+        if not self.task_ids:
+            return True
+        task_id = data.get("taskId") if event == "new_message" else data.get("id")
+        return task_id in self.task_ids
+
+
+class EventHub:
+    """Fans store events out to WebSocket clients. ``publish`` is a Store listener (sync, same loop)."""
+
+    def __init__(self) -> None:
+        self._clients: set[_Client] = set()
+
+    @property
+    def client_count(self) -> int:
+        return len(self._clients)
+
+    def publish(self, event: str, data: dict[str, Any]) -> None:
+        frame = None
+        for c in list(self._clients):
+            if not c.wants(event, data):
+                continue
+            frame = frame or orjson.dumps({"event": event, "data": data})
+            try:
+                c.queue.put_nowait(frame)
+            except asyncio.QueueFull:
+                self._clients.discard(c)
+                with contextlib.suppress(asyncio.QueueFull):
+                    c.queue.get_nowait()
+                    c.queue.put_nowait(None)  # tells its sender to close
+
+    async def serve(self, ws: WebSocket) -> None:
+        await ws.accept()
+        client = _Client(set(ws.query_params.getlist("taskId")))
+        self._clients.add(client)
+        sender = asyncio.create_task(self._send(ws, client))
+        try:
+            while True:
+                msg = await ws.receive_json()
+                self._handle(client, msg)
+                ack = {"event": "subscribed", "data": {"taskIds": sorted(client.task_ids)}}
+                with contextlib.suppress(asyncio.QueueFull):  # via the queue: one sender per socket
+                    client.queue.put_nowait(orjson.dumps(ack))
+        except (WebSocketDisconnect, RuntimeError):
+            pass
+        except ValueError:  # not JSON
+            with contextlib.suppress(Exception):
+                await ws.close(code=1003, reason="frames must be JSON")
+        finally:
+            self._clients.discard(client)
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
+
+    @staticmethod
+    def _handle(client: _Client, msg: Any) -> None:
+        if not isinstance(msg, dict):
+            return
+        task_id = msg.get("taskId")
+        if msg.get("action") == "subscribe" and isinstance(task_id, str):
+            client.task_ids.add(task_id)
+        elif msg.get("action") == "unsubscribe":
+            if isinstance(task_id, str):
+                client.task_ids.discard(task_id)
+            else:
+                client.task_ids.clear()
+
+    @staticmethod
+    async def _send(ws: WebSocket, client: _Client) -> None:
+        while True:
+            frame = await client.queue.get()
+            if frame is None:
+                await ws.close(code=1013, reason="client too slow")
+                return
+            await ws.send_text(frame.decode())
