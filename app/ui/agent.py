@@ -71,8 +71,15 @@ class AgentClient:
     async def get_task(self, task_id: str) -> dict:
         return (await self._get(f"/tasks/{task_id}")).json()
 
-    async def messages(self, task_id: str, offset: int, limit: int = 200) -> list[dict]:
-        return (await self._get(f"/tasks/{task_id}/messages", {"offset": offset, "limit": limit})).json()
+    async def messages(self, task_id: str, offset: int, page: int = 500) -> list[dict]:
+        """Every message from ``offset`` on, oldest first (the agent pages them)."""
+        out: list[dict] = []
+        while True:
+            params = {"offset": offset + len(out), "limit": page}
+            batch = (await self._get(f"/tasks/{task_id}/messages", params)).json()
+            out += batch
+            if len(batch) < page:
+                return out
 
     async def models(self) -> list[dict]:
         return (await self._get("/tasks/models")).json()

@@ -12,12 +12,13 @@ const desktop = startDesktop(document.getElementById("screen"), document.getElem
 
 // Which buttons make sense in which state (the allowed moves of DESIGN.md §3).
 const ACTIVE = ["IN_PROGRESS", "NEEDS_HELP", "NEEDS_REVIEW"];
+const FINISHED = ["COMPLETED", "FAILED", "CANCELLED"];
 const SHOWN = {
   complete: (t) => ACTIVE.includes(t.status),
   cancel: (t) => t.status === "PENDING" || ACTIVE.includes(t.status),
-  rerun: (t) => ["COMPLETED", "FAILED", "CANCELLED"].includes(t.status),
+  rerun: (t) => FINISHED.includes(t.status),
   delete: () => true,
-  takeover: (t) => ACTIVE.includes(t.status) && t.control !== "USER",
+  takeover: (t) => !FINISHED.includes(t.status) && t.control !== "USER",
   resume: (t) => t.control === "USER",
 };
 
