@@ -21,6 +21,7 @@ from app.config import AgentSettings, UISettings
 from app.desktop.api import create_app as desktop_app
 from app.ui.server import create_app as ui_app
 from tests.support.browser import PageErrors, launch_chromium
+from tests.support.firefox import Firefox
 from tests.support.net import ServerThread, free_port
 from tests.support.vnc import start_x11vnc
 from tests.support.xvfb import Display
@@ -318,3 +319,51 @@ def test_live_desktop_is_view_only_until_taken_over(stack: Stack, page: Page, di
     page.click('button[data-action="resume"]')
     expect(page.locator("#desktop-state")).to_have_text("live · view only")
     subprocess.run(["xsetroot", "-solid", "black"], env=display.env, check=True)
+
+
+# ---------------------------------------------------------------------------------- outages, Firefox
+
+
+def test_page_shown_while_the_agent_was_down_recovers_when_it_starts(tmp_path, page: Page) -> None:
+    port = free_port()
+    with ServerThread(ui_app(UISettings(agent_url=f"http://127.0.0.1:{port}"))) as ui:
+        page.goto(ui.url)
+        expect(page.locator(".notice.error")).to_contain_text("The agent service is not answering")
+        expect(page.locator("#live")).to_have_attribute("data-state", "down")
+        with ServerThread(agent_app(agent_settings(tmp_path)), port=port):
+            expect(page.locator("#task-rows")).to_contain_text("No tasks yet", timeout=20_000)
+            expect(page.locator(".notice.error")).to_have_count(0)
+            expect(page.locator("#live")).to_have_attribute("data-state", "up")
+
+
+def test_firefox_creates_a_task_and_follows_it(stack: Stack) -> None:
+    ff = Firefox()
+    try:
+        ff.goto(stack.ui)
+        ff.wait_for("document.querySelector('#live').dataset.state === 'up'")
+        ff.js(
+            """(() => {
+                const dt = new DataTransfer();
+                dt.items.add(new File(["hi"], "from-firefox.txt", { type: "text/plain" }));
+                document.querySelector('#dropzone').dispatchEvent(
+                    new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+                document.querySelector('#description').value = 'made in Firefox';
+                document.querySelector('#new-task').requestSubmit();
+                return true;
+            })()"""
+        )
+        ff.wait_for("document.querySelector('#task-rows').textContent.includes('made in Firefox')")
+        (task,) = stack.agent.get("/tasks").json()
+        files = stack.agent.get(f"/tasks/{task['id']}").json()["files"]
+        assert [f["name"] for f in files] == ["from-firefox.txt"]
+
+        ff.goto(f"{stack.ui}/tasks/{task['id']}")
+        ff.wait_for("document.querySelector('#live').dataset.state === 'up'")
+        ff.wait_for("document.querySelector('#screen canvas') !== null")
+        stack.agent.post(f"/tasks/{task['id']}/messages", json={"content": "streamed to Firefox"})
+        ff.wait_for("document.querySelector('#conversation').textContent.includes('streamed to Firefox')")
+        stack.agent.patch(f"/tasks/{task['id']}", json={"status": "CANCELLED"})
+        ff.wait_for("document.querySelector('#task-status .badge').textContent === 'Cancelled'")
+        assert ff.errors == []
+    finally:
+        ff.close()
