@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -16,6 +18,11 @@ class DesktopSettings(BaseSettings):
     user: str = "user"
     vnc_host: str = "127.0.0.1"  # x11vnc, bridged to the browser at /vnc/websockify
     vnc_port: int = 5900
+    # relative write_file/read_file paths resolve here; default: the desktop user's ~/Desktop
+    files_dir: Path | None = None
+    max_file_bytes: int = Field(default=100 << 20, gt=0)
+    # seconds `application` waits for a launched program's window before answering 503
+    app_timeout: float = Field(default=60.0, gt=0)
 
 
 class AgentSettings(BaseSettings):

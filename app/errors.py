@@ -12,13 +12,19 @@ from http import HTTPStatus
 
 
 class DesktopError(Exception):
-    """A failed desktop action; ``status`` is the HTTP status the desktop service answers with."""
+    """A failed desktop action; ``status`` is the HTTP status the desktop service answers with.
+
+    ``file_action`` is set for write_file/read_file requests, whose error body repeats the text as
+    ``message`` (clients of those two actions read that field).
+    """
 
     status: int = 400
+    retry_after: int | None = None
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, file_action: bool = False) -> None:
         super().__init__(message)
         self.message = message
+        self.file_action = file_action
 
 
 class InvalidAction(DesktopError):
@@ -34,7 +40,28 @@ class TooLarge(DesktopError):
 
 
 class DisplayUnavailable(DesktopError):
+    """The X display is gone (e.g. Xvfb restarting); the service reconnects on a later request."""
+
     status = 503
+    retry_after = 1
+
+
+class ActionTimedOut(DesktopError):
+    """An action waited for the desktop longer than its bound (e.g. an application never showed a window)."""
+
+    status = 503
+    retry_after = 2
+
+
+def desktop_error_body(exc: DesktopError) -> dict:
+    body: dict = {"success": False, "error": exc.message}
+    if exc.file_action:
+        body["message"] = exc.message
+    return body
+
+
+def desktop_error_headers(exc: DesktopError) -> dict[str, str]:
+    return {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else {}
 
 
 # ----------------------------------------------------------------------------------------------- agent

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from app.agent.api import create_app as agent_app
-from app.config import AgentSettings, UISettings
+from app.config import AgentSettings, DesktopSettings, UISettings
 from app.desktop.api import create_app as desktop_app
 from app.ui.server import create_app as ui_app
 from tests.support.browser import PageErrors, launch_chromium
@@ -47,10 +47,8 @@ def browser() -> Iterator[Browser]:
 def desktop_url(display: Display) -> Iterator[str]:
     """The desktop service (only its /vnc matters here) bridged to x11vnc on the test display."""
     proc, port = start_x11vnc(display)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DESKTOP_VNC_PORT", str(port))
-        with ServerThread(desktop_app()) as server:
-            yield server.url
+    with ServerThread(desktop_app(DesktopSettings(display=display.name, vnc_port=port))) as server:
+        yield server.url
     proc.terminate()
     proc.wait(10)
 

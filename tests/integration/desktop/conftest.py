@@ -1,0 +1,207 @@
+"""The desktop service on the session's private Xvfb, served over real HTTP, plus helpers to observe effects.
+
+Effects are read back independently of the service: through the test's own X connection (pointer,
+active window, window classes) and through probe programs that report what they received.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from Xlib import X, Xatom
+from Xlib import display as xdisplay
+
+from app.config import DesktopSettings
+from app.desktop.api import create_app
+from app.desktop.controller import DesktopController
+from tests.support.net import ServerThread
+from tests.support.xvfb import Display
+
+PROBE = Path(__file__).with_name("probe_tk.py")
+MAX_FILE_BYTES = 1 << 20
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10, what: str = "condition") -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Stop a process and its session (programs started with start_new_session)."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+class XReader:
+    """The test's own X connection: reads what the service did, never drives input."""
+
+    def __init__(self, name: str) -> None:
+        self.d = xdisplay.Display(name)
+        self.root = self.d.screen().root
+
+    def close(self) -> None:
+        self.d.close()
+
+    def pointer(self) -> tuple[int, int]:
+        p = self.root.query_pointer()
+        return p.root_x, p.root_y
+
+    def prop(self, name: str, kind: int = Xatom.WINDOW) -> list[int]:
+        value = self.root.get_full_property(self.d.intern_atom(name), kind)
+        return list(value.value) if value else []
+
+    def active_window(self) -> int:
+        v = self.prop("_NET_ACTIVE_WINDOW")
+        return v[0] if v else 0
+
+    def windows(self) -> list[int]:
+        return self.prop("_NET_CLIENT_LIST")
+
+    def title(self, wid: int) -> str:
+        w = self.d.create_resource_object("window", wid)
+        name = w.get_full_property(self.d.intern_atom("_NET_WM_NAME"), self.d.intern_atom("UTF8_STRING"))
+        if name:
+            return name.value.decode() if isinstance(name.value, bytes) else str(name.value)
+        return w.get_wm_name() or ""
+
+    def wm_class(self, wid: int) -> tuple[str, str]:
+        return self.d.create_resource_object("window", wid).get_wm_class() or ("", "")
+
+    def find(self, title: str) -> int:
+        return next((w for w in self.windows() if self.title(w) == title), 0)
+
+    def geometry(self, wid: int) -> tuple[int, int, int, int]:
+        """Root-relative (x, y, width, height) of a client window."""
+        w = self.d.create_resource_object("window", wid)
+        g = w.get_geometry()
+        t = w.translate_coords(self.root, 0, 0)
+        return -t.x, -t.y, g.width, g.height
+
+
+@dataclass
+class Desktop:
+    url: str
+    http: httpx.Client
+    controller: DesktopController
+    display: Display
+    x: XReader
+
+    def post(self, **body) -> httpx.Response:
+        return self.http.post(f"{self.url}/computer-use", json=body)
+
+    def act(self, **body) -> dict:
+        r = self.post(**body)
+        assert r.status_code == 200, r.text
+        data = r.json()
+        assert data["success"] is True
+        return data
+
+
+@pytest.fixture(scope="session")
+def desktop(display: Display) -> Iterator[Desktop]:
+    settings = DesktopSettings(display=display.name, max_file_bytes=MAX_FILE_BYTES, app_timeout=90)
+    controller = DesktopController(settings)
+    reader = XReader(display.name)
+    with ServerThread(create_app(controller=controller)) as server, httpx.Client(timeout=120) as http:
+        yield Desktop(server.url, http, controller, display, reader)
+    for proc in controller.launched().values():
+        stop_process(proc)
+    reader.close()
+
+
+@dataclass
+class Probe:
+    proc: subprocess.Popen
+    out: Path
+    title: str
+    wid: int
+    x: int
+    y: int
+    width: int
+    height: int
+
+    @property
+    def center(self) -> dict:
+        return {"x": self.x + self.width // 2, "y": self.y + self.height // 2}
+
+    def state(self) -> dict:
+        try:
+            return json.loads(self.out.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+
+    def wait(self, predicate: Callable[[dict], object], timeout: float = 10, what: str = "state") -> dict:
+        wait_for(lambda: predicate(self.state()), timeout, what)
+        return self.state()
+
+
+@pytest.fixture
+def probe(desktop: Desktop, tmp_path: Path) -> Iterator[Callable[..., Probe]]:
+    """Factory: start a Tk probe window at a geometry; every probe is stopped after the test."""
+    started: list[Probe] = []
+
+    def start(x: int = 200, y: int = 200, width: int = 600, height: int = 300, colour: str = "#ffffff",
+              text: str = "") -> Probe:
+        title = f"probe-{uuid.uuid4().hex[:8]}"
+        out = tmp_path / f"{title}.json"
+        proc = subprocess.Popen(
+            [sys.executable, str(PROBE), str(out), title, f"{width}x{height}+{x}+{y}", colour, text],
+            env=desktop.display.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wid = wait_for(lambda: desktop.x.find(title), 15, f"window {title}")
+        p = Probe(proc, out, title, wid, 0, 0, width, height)
+        started.append(p)
+        wait_for(lambda: p.state(), 10, "probe ready")
+        # where the WM actually placed it (xfwm4 may honour or adjust the requested position)
+        p.x, p.y, p.width, p.height = desktop.x.geometry(wid)
+        return p
+
+    yield start
+    for p in started:
+        stop_process(p.proc)
+
+
+def focus(desktop: Desktop, p: Probe) -> None:
+    desktop.act(action="click_mouse", coordinates=p.center, button="left", clickCount=1)
+    p.wait(lambda s: s.get("focus"), what="probe focus")
+
+
+def map_input_window(desktop: Desktop, x: int, y: int, w: int, h: int):
+    """A bare X window of the test's own that records button presses (for scroll buttons 4-7)."""
+    d = xdisplay.Display(desktop.display.name)
+    win = d.screen().root.create_window(
+        x, y, w, h, 0, X.CopyFromParent, X.InputOutput, X.CopyFromParent,
+        background_pixel=d.screen().white_pixel,
+        event_mask=X.ButtonPressMask | X.StructureNotifyMask,
+        override_redirect=True,
+    )
+    win.map()
+    d.sync()
+    return d, win
