@@ -26,7 +26,11 @@ class DesktopSettings(BaseSettings):
 
 
 class AgentSettings(BaseSettings):
-    """Agent service (port 9991)."""
+    """Agent service (port 9991), its LLM providers and the loop's budgets; every variable is in the README.
+
+    Provider keys and per-provider model names use the providers' usual variable names (no ``AGENT_``
+    prefix) so an existing shell environment just works.
+    """
 
     model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore", populate_by_name=True)
 
@@ -56,6 +60,38 @@ class AgentSettings(BaseSettings):
     desktop_files_dir: str = "/home/user/Desktop"
     # Time-out of one desktop API call.
     desktop_timeout: float = 60.0
+
+    # ---- which LLM: a LiteLLM proxy, or the first provider whose key is set
+    model: str | None = None  # AGENT_MODEL: default model, "provider/model" or a bare model name
+    llm_proxy_url: str | None = None  # AGENT_LLM_PROXY_URL
+    llm_proxy_key: str | None = None  # AGENT_LLM_PROXY_KEY
+    anthropic_api_key: str | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    openai_api_key: str | None = Field(default=None, validation_alias="OPENAI_API_KEY")
+    gemini_api_key: str | None = Field(default=None, validation_alias="GEMINI_API_KEY")
+    openrouter_api_key: str | None = Field(default=None, validation_alias="OPENROUTER_API_KEY")
+    openai_base_url: str | None = None  # AGENT_OPENAI_BASE_URL: Ollama, vLLM, LM Studio ... (".../v1")
+    openai_base_key: str | None = None  # AGENT_OPENAI_BASE_KEY, if that server wants one
+    anthropic_model: str = Field(default="claude-sonnet-4-6", validation_alias="ANTHROPIC_MODEL")
+    openai_model: str = Field(default="gpt-5.4", validation_alias="OPENAI_MODEL")
+    gemini_model: str = Field(default="gemini-3.5-flash", validation_alias="GEMINI_MODEL")
+    openrouter_model: str = Field(default="anthropic/claude-sonnet-4.6", validation_alias="OPENROUTER_MODEL")
+    openai_base_model: str = "qwen2.5vl"  # AGENT_OPENAI_BASE_MODEL
+    context_window: int | None = None  # AGENT_CONTEXT_WINDOW: override what LiteLLM/the proxy reports
+    llm_timeout: float = 120.0  # seconds per LLM call
+    llm_retries: int = 4  # extra attempts on transient errors (429, 5xx, connection, timeout)
+    llm_backoff: float = 1.0  # first back-off in seconds, doubled per attempt (with jitter), max 30 s
+    max_output_tokens: int = 4096  # per LLM call
+
+    # ---- the loop's budgets and behaviour, per task
+    max_steps: int = 100  # LLM calls per task run
+    max_tokens: int = 2_000_000  # prompt + completion tokens per task
+    max_wall_seconds: float = 3600.0  # wall time per task run
+    repeat_limit: int = 5  # the same action this many times in a row -> NEEDS_HELP
+    keep_screenshots: int = 3  # screenshots kept in the context; older ones become a text note
+    summarize_at: float = 0.75  # fraction of the context window that triggers summarisation
+    screenshot_width: int = 1280  # width of the screenshots the model sees (height keeps 16:9)
+    settle_timeout_ms: int = 1000  # longest wait for the screen to settle after an action
+    settle_interval_ms: int = 50  # pause between the frames compared for settling
 
 
 class UISettings(BaseSettings):

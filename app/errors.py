@@ -100,6 +100,12 @@ class PayloadTooLarge(AgentError):
     status = 413
 
 
+class UpstreamUnavailable(AgentError):
+    """A service the agent depends on (the LLM proxy) did not answer."""
+
+    status = 502
+
+
 def agent_error_body(status: int, message: str) -> dict:
     return {"statusCode": status, "message": message, "error": HTTPStatus(status).phrase}
 

@@ -42,7 +42,7 @@ from app.agent.schemas import (
 )
 from app.agent.store import NewFile, Store
 from app.config import AgentSettings
-from app.errors import BadRequest, PayloadTooLarge, install_agent_handlers
+from app.errors import BadRequest, PayloadTooLarge, UpstreamUnavailable, install_agent_handlers
 
 
 @dataclass
@@ -79,6 +79,15 @@ MULTIPART_SCHEMA = {
 }
 
 
+def _builtin_executor(settings: AgentSettings, llm: Any) -> Executor:
+    """AGENT_EXECUTOR when set, else the agent loop (app.agent.runner)."""
+    if settings.executor:
+        return load_executor(settings.executor)
+    from app.agent.runner import AgentExecutor
+
+    return AgentExecutor(settings, llm())
+
+
 def create_app(
     settings: AgentSettings | None = None,
     *,
@@ -86,6 +95,15 @@ def create_app(
     desktop: DesktopClient | None = None,
 ) -> FastAPI:
     settings = settings or AgentSettings()
+    _llm: list[Any] = []
+
+    def llm() -> Any:
+        """The LLM client shared by the loop and /tasks/models; imports LiteLLM (~3 s) on first use."""
+        if not _llm:
+            from app.agent.llm import LLM
+
+            _llm.append(LLM(settings))
+        return _llm[0]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -97,7 +115,7 @@ def create_app(
         if settings.worker_enabled:
             worker = Worker(
                 store,
-                executor or load_executor(settings.executor),
+                executor or _builtin_executor(settings, llm),
                 client,
                 worker_id=settings.worker_id or None,
                 lease_seconds=settings.lease_seconds,
@@ -207,8 +225,16 @@ def create_app(
 
     @app.get("/tasks/models", response_model=list[ModelOut])
     async def models() -> Response:
-        """Models the agent can use; filled by the agent loop (empty in a build without it)."""
-        return _json([])
+        """`[{provider, name, title, contextWindow}]`: the LiteLLM proxy's models (its `/model/info`) when
+        AGENT_LLM_PROXY_URL is set, else the models of the providers whose keys are set."""
+        import httpx
+
+        try:
+            return _json(await llm().models())
+        except httpx.HTTPError as e:
+            raise UpstreamUnavailable(
+                f"LLM proxy at {settings.llm_proxy_url} did not answer /model/info: {e!r}"
+            ) from e
 
     @app.get("/tasks/{task_id}", response_model=TaskDetail, responses=TASK_ID_ERRORS)
     async def get_task(request: Request, task_id: str) -> Response:

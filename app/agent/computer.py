@@ -1,0 +1,176 @@
+"""Running one ``computer_*`` tool call on the desktop: validate, map coordinates, act, settle, screenshot.
+
+The model works in the scaled screenshot's pixels; `to_screen` maps every coordinate it gives back to
+the 1920x1080 screen before the arguments are validated by the desktop's own action model. A request
+the desktop refuses (4xx) comes back to the model as an error tool result so it can correct itself;
+an unreachable desktop (or 503) is retried briefly and then raised as `DesktopDown`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import binascii
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import pybase64
+
+from app.agent.context import image_block, text_block
+from app.agent.desktop_client import DesktopClient, DesktopClientError
+from app.agent.screen import SCREEN, Size, model_size, png_size, resize_png, settle, to_model, to_screen
+from app.agent.tools import ACTION_MODELS, AGENT_FIELDS, SETTLING
+from app.config import AgentSettings
+from app.desktop.actions import parse_action
+from app.errors import InvalidAction
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT_CHARS = 20_000
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+DOWN_RETRIES = (0.5, 1.0, 2.0)
+
+
+class DesktopDown(Exception):
+    """The desktop service is unreachable or its display is unavailable, even after retries."""
+
+
+@dataclass
+class Outcome:
+    """A tool result: its content blocks, whether it is an error, and a key of what it produced."""
+
+    content: list[dict[str, Any]]
+    is_error: bool = False
+    key: str = ""  # hash of the screenshot / text it produced, for the repeated-action breaker
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _error(message: str) -> Outcome:
+    return Outcome([text_block(message)], is_error=True, key=message)
+
+
+def _digest(s: str) -> str:
+    return hashlib.blake2b(s.encode(), digest_size=16).hexdigest()
+
+
+def map_coordinates(args: dict[str, Any], image: Size) -> dict[str, Any]:
+    """Model-image coordinates in ``coordinates`` / ``path`` → screen coordinates (other fields as given)."""
+
+    def point(p: Any) -> Any:
+        if (
+            isinstance(p, dict)
+            and isinstance(p.get("x"), int | float)
+            and isinstance(p.get("y"), int | float)
+        ):
+            x, y = to_screen(p["x"], p["y"], image)
+            return {**p, "x": x, "y": y}
+        return p  # left for validation to reject with a clear message
+
+    out = dict(args)
+    if "coordinates" in out:
+        out["coordinates"] = point(out["coordinates"])
+    if isinstance(out.get("path"), list):
+        out["path"] = [point(p) for p in out["path"]]
+    return out
+
+
+class Computer:
+    """The desktop as the model sees it: scaled screenshots and model-space coordinates."""
+
+    def __init__(self, desktop: DesktopClient, settings: AgentSettings) -> None:
+        self.desktop = desktop
+        self.image = model_size(settings.screenshot_width)
+        self.settle_within = settings.settle_timeout_ms / 1000
+        self.settle_interval = settings.settle_interval_ms / 1000
+
+    async def _call(self, action: str, **fields: Any) -> dict[str, Any]:
+        """One desktop call; retried while the desktop is unreachable or 503, then DesktopDown."""
+        for delay in (*DOWN_RETRIES, None):
+            try:
+                return await self.desktop.action(action, **fields)
+            except DesktopClientError as e:
+                if e.status not in (0, 502, 503, 504):
+                    raise
+                if delay is None:
+                    raise DesktopDown(e.message) from e
+                log.warning("desktop unavailable (%s); retrying in %.1fs", e.message, delay)
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def _frame(self) -> str:
+        body = await self._call("screenshot", width=self.image.width)
+        return body["data"]["image"]
+
+    def _fit(self, b64: str) -> str:
+        """The frame at the model's size; resized here only if the desktop did not do it."""
+        head = pybase64.b64decode(b64[:44])
+        if png_size(head) == self.image:
+            return b64
+        png = resize_png(pybase64.b64decode(b64), self.image)
+        return pybase64.b64encode(png).decode("ascii")
+
+    async def screenshot(self) -> str:
+        """A base64 PNG of the screen at the model's size."""
+        return self._fit(await self._frame())
+
+    async def settled_screenshot(self) -> str:
+        s = await settle(self._frame, within=self.settle_within, interval=self.settle_interval)
+        return self._fit(s.frame)
+
+    async def run(self, action: str, args: dict[str, Any]) -> Outcome:
+        """Run ``computer_<action>`` with the model's `args`; never raises for the model's mistakes."""
+        model = ACTION_MODELS.get(action)
+        if model is None:
+            return _error(f"Unknown action {action!r}.")
+        if "__invalid_json__" in args:
+            return _error(f"Arguments were not a JSON object: {args['__invalid_json__'][:200]}")
+        raw = {k: v for k, v in map_coordinates(args, self.image).items() if k not in AGENT_FIELDS}
+        try:  # the desktop's own validation, so the model gets the message /computer-use would give
+            validated = parse_action({**raw, "action": action})
+        except InvalidAction as e:
+            return _error(f"Invalid arguments: {e.message}")
+        payload = validated.model_dump(mode="json", exclude_none=True, by_alias=True)
+        payload.pop("action", None)
+        if action == "screenshot":
+            shot = await self.screenshot()
+            return Outcome([image_block(shot)], key=_digest(shot))
+        try:
+            body = await self._call(action, **payload)
+        except DesktopClientError as e:
+            return _error(e.message)
+        if action == "cursor_position":
+            x, y = to_model(body["data"]["x"], body["data"]["y"], self.image)
+            msg = f"The pointer is at x={x}, y={y}."
+            return Outcome([text_block(msg)], key=msg)
+        if action == "read_file":
+            return _file_outcome(body)
+        if action == "write_file":
+            msg = str(body.get("message") or f"Wrote {payload.get('path')}.")
+            return Outcome([text_block(msg)], key=msg)
+        if action in SETTLING:
+            shot = await self.settled_screenshot()
+            return Outcome([text_block("Done."), image_block(shot)], key=_digest(shot))
+        return Outcome([text_block("Done.")], key="done")
+
+
+def _file_outcome(body: dict[str, Any]) -> Outcome:
+    name, size, media = body.get("name", "file"), int(body.get("size") or 0), body.get("mediaType") or ""
+    head = f"{name} ({size} bytes, {media or 'unknown type'})"
+    try:
+        data = pybase64.b64decode(body.get("data") or "", validate=True)
+    except (binascii.Error, ValueError):
+        return _error(f"{head}: the desktop returned invalid base64")
+    key = hashlib.blake2b(data, digest_size=16).hexdigest()
+    if media in ("image/png", "image/jpeg", "image/gif", "image/webp") and len(data) <= MAX_IMAGE_BYTES:
+        return Outcome([text_block(head), image_block(body["data"], media)], key=key)
+    try:
+        content = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return Outcome([text_block(f"{head}: binary content, not shown.")], key=key)
+    if len(content) > MAX_TEXT_CHARS:
+        content = content[:MAX_TEXT_CHARS] + f"\n[... truncated, {len(content)} characters in all]"
+    return Outcome([text_block(f"{head}:\n{content}")], key=key)
+
+
+__all__ = ["SCREEN", "Computer", "DesktopDown", "Outcome", "map_coordinates"]

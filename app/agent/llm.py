@@ -1,0 +1,400 @@
+"""The one LLM client: LiteLLM for every provider, or a LiteLLM proxy when ``AGENT_LLM_PROXY_URL`` is set.
+
+Which provider: with a proxy, all calls go to it (``litellm_proxy/<model_name>``, bearer
+``AGENT_LLM_PROXY_KEY``) and the model list is the proxy's ``GET /model/info``. Without one, every provider
+whose key is set is available and the first of ``PROVIDERS`` (in that order) is the default, unless
+``AGENT_MODEL`` names another. Model names are ours, ``<provider>/<model>``
+(``anthropic/claude-sonnet-4-6``, ``local/qwen2.5vl``); ``route()`` turns one into LiteLLM arguments.
+
+Conversation in and out is OpenAI chat format (LiteLLM translates for each provider); the reply comes
+back as content blocks (``thinking``, ``text``, ``tool_use``), the shape the agent stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from app.config import AgentSettings
+
+# LiteLLM fetches its model price map from GitHub at import time unless told not to (3 retries, ~2 s
+# offline). The bundled copy is what we want; set this before the first import of litellm.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+import litellm
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+# ----------------------------------------------------------------------------------------------- errors
+
+
+class LLMError(Exception):
+    """An LLM call that did not produce an answer; ``message`` is meant for the task's ``error``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NoProvider(LLMError):
+    """No proxy URL and no provider key: nothing to call."""
+
+
+class LLMUnavailable(LLMError):
+    """Transient failures (rate limit, 5xx, connection, time-out) that outlasted every retry."""
+
+
+class LLMRejected(LLMError):
+    """The provider refused the request (bad key, unknown model, invalid request): retrying won't help."""
+
+
+# ---------------------------------------------------------------------------------------------- routing
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str  # our provider name, the prefix of our model names
+    key_var: str  # the variable that enables it
+    model_var: str  # the variable naming its model
+    litellm_prefix: str  # LiteLLM's provider prefix
+
+
+PROVIDERS: tuple[Provider, ...] = (
+    Provider("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "anthropic"),
+    Provider("openai", "OPENAI_API_KEY", "OPENAI_MODEL", "openai"),
+    Provider("gemini", "GEMINI_API_KEY", "GEMINI_MODEL", "gemini"),
+    Provider("openrouter", "OPENROUTER_API_KEY", "OPENROUTER_MODEL", "openrouter"),
+    # any OpenAI-compatible server (Ollama, vLLM, LM Studio ...): LiteLLM's generic "openai/" route
+    Provider("local", "AGENT_OPENAI_BASE_URL", "AGENT_OPENAI_BASE_MODEL", "openai"),
+)
+
+NO_PROVIDER_MESSAGE = (
+    "No LLM provider is configured. Set one of ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, "
+    "OPENROUTER_API_KEY, or AGENT_OPENAI_BASE_URL (an OpenAI-compatible server such as Ollama or vLLM), "
+    "or AGENT_LLM_PROXY_URL (a LiteLLM proxy), in the agent service's environment."
+)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Everything LiteLLM needs to reach one model."""
+
+    name: str  # our name, as listed by models() and stored on tasks
+    provider: str
+    litellm_model: str
+    api_base: str | None = None
+    api_key: str | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"model": self.litellm_model}
+        if self.api_base:
+            kw["api_base"] = self.api_base
+        if self.api_key:
+            kw["api_key"] = self.api_key
+        return kw
+
+
+def _settings_key(s: AgentSettings, provider: str) -> str | None:
+    return {
+        "anthropic": s.anthropic_api_key,
+        "openai": s.openai_api_key,
+        "gemini": s.gemini_api_key,
+        "openrouter": s.openrouter_api_key,
+        "local": s.openai_base_url,
+    }[provider]
+
+
+def _settings_model(s: AgentSettings, provider: str) -> str:
+    return {
+        "anthropic": s.anthropic_model,
+        "openai": s.openai_model,
+        "gemini": s.gemini_model,
+        "openrouter": s.openrouter_model,
+        "local": s.openai_base_model,
+    }[provider]
+
+
+def configured_providers(s: AgentSettings) -> list[Provider]:
+    return [p for p in PROVIDERS if _settings_key(s, p.name)]
+
+
+def _route_for(s: AgentSettings, provider: Provider, model: str) -> Route:
+    if provider.name == "local":
+        return Route(
+            name=f"local/{model}",
+            provider="local",
+            litellm_model=f"openai/{model}",
+            api_base=s.openai_base_url,
+            api_key=s.openai_base_key or "none",  # the OpenAI client insists on some key
+        )
+    return Route(
+        name=f"{provider.name}/{model}",
+        provider=provider.name,
+        litellm_model=f"{provider.litellm_prefix}/{model}",
+        api_key=_settings_key(s, provider.name),
+    )
+
+
+def route(s: AgentSettings, model: str | None = None) -> Route:
+    """The route for `model` (one of our names, or None for the default); NoProvider if nothing is set up."""
+    if s.llm_proxy_url:
+        name = model or s.model
+        if not name:
+            raise NoProvider(
+                "AGENT_LLM_PROXY_URL is set but no model is chosen: set AGENT_MODEL to one of the "
+                "proxy's model_name values (GET /tasks/models lists them), or name the model on the task."
+            )
+        return Route(
+            name=name,
+            provider="proxy",
+            litellm_model=f"litellm_proxy/{name}",
+            api_base=s.llm_proxy_url.rstrip("/"),
+            # the proxy answers 500 to a request with no Authorization header at all
+            api_key=s.llm_proxy_key or "no-key",
+        )
+    providers = configured_providers(s)
+    if not providers:
+        raise NoProvider(NO_PROVIDER_MESSAGE)
+    name = model or s.model
+    if not name:
+        first = providers[0]
+        return _route_for(s, first, _settings_model(s, first.name))
+    prefix, _, rest = name.partition("/")
+    for p in providers:
+        if prefix == p.name and rest:
+            return _route_for(s, p, rest)
+    known = {p.name for p in PROVIDERS}
+    if prefix in known and rest:
+        p = next(p for p in PROVIDERS if p.name == prefix)
+        raise NoProvider(f"Model {name!r} needs {p.key_var} to be set in the agent service's environment.")
+    # a bare model name ("gpt-5.4") belongs to the default provider
+    return _route_for(s, providers[0], name)
+
+
+# ---------------------------------------------------------------------------------------------- replies
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class Reply:
+    """One assistant turn as content blocks: ``thinking``, ``text`` and ``tool_use`` (input is a dict)."""
+
+    blocks: list[dict[str, Any]]
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    @property
+    def tool_uses(self) -> list[dict[str, Any]]:
+        return [b for b in self.blocks if b["type"] == "tool_use"]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b["text"] for b in self.blocks if b["type"] == "text").strip()
+
+
+def parse_reply(response: Any, model: str = "") -> Reply:
+    """A LiteLLM ModelResponse (OpenAI shape) → content blocks."""
+    message = response.choices[0].message
+    blocks: list[dict[str, Any]] = []
+    thinking_blocks = getattr(message, "thinking_blocks", None) or []
+    for tb in thinking_blocks:
+        tb = dict(tb)
+        if tb.get("type") == "thinking":
+            blocks.append(
+                {"type": "thinking", "thinking": tb.get("thinking", ""), "signature": tb.get("signature")}
+            )
+        elif tb.get("type") == "redacted_thinking":
+            blocks.append({"type": "thinking", "thinking": "", "redacted": tb.get("data")})
+    reasoning = getattr(message, "reasoning_content", None)
+    if reasoning and not thinking_blocks:
+        blocks.append({"type": "thinking", "thinking": reasoning})
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls or []:
+        raw = call.function.arguments or "{}"
+        try:
+            args = json.loads(raw)
+            if not isinstance(args, dict):
+                raise ValueError("arguments are not a JSON object")
+        except ValueError:
+            args = {"__invalid_json__": raw}
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.function.name, "input": args})
+    usage = getattr(response, "usage", None)
+    return Reply(
+        blocks=blocks,
+        usage=Usage(
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        ),
+        model=model,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- calling
+
+TRANSIENT = (
+    litellm.RateLimitError,
+    litellm.Timeout,
+    litellm.APIConnectionError,
+    litellm.ServiceUnavailableError,
+    litellm.BadGatewayError,
+    litellm.InternalServerError,
+)
+PERMANENT = (
+    litellm.AuthenticationError,
+    litellm.PermissionDeniedError,
+    litellm.NotFoundError,
+    litellm.BadRequestError,
+    litellm.UnprocessableEntityError,
+)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, PERMANENT):
+        return False
+    if isinstance(exc, TRANSIENT):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status >= 500 or status == 429)
+
+
+class LLM:
+    """Routes, retries and lists models; one instance per agent service."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        self.settings = settings
+        self._proxy_models: dict[str, dict[str, Any]] = {}
+
+    def route(self, model: str | None = None) -> Route:
+        return route(self.settings, model)
+
+    async def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        model: str | None = None,
+    ) -> Reply:
+        """One chat completion, retried with exponential back-off on transient errors."""
+        r = self.route(model)
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            **r.kwargs(),
+            "messages": list(messages),
+            "timeout": s.llm_timeout,
+            "max_tokens": s.max_output_tokens,
+            "num_retries": 0,  # ours below, so the task sees one policy whatever the provider
+        }
+        if tools:
+            kwargs["tools"] = list(tools)
+        attempts = s.llm_retries + 1
+        for attempt in range(attempts):
+            try:
+                response = await litellm.acompletion(**kwargs)
+                return parse_reply(response, r.name)
+            except Exception as exc:
+                if not _is_transient(exc):
+                    raise LLMRejected(f"{r.name}: {_short(exc)}") from exc
+                if attempt == attempts - 1:
+                    raise LLMUnavailable(
+                        f"{r.name} failed {attempts} times, last error: {_short(exc)}"
+                    ) from exc
+                delay = min(30.0, s.llm_backoff * 2**attempt) * (0.5 + random.random() / 2)
+                log.warning(
+                    "LLM %s transient error (%s); retry %d in %.1fs", r.name, _short(exc), attempt + 1, delay
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    # -------------------------------------------------------------------------------------- model list
+
+    async def models(self) -> list[dict[str, Any]]:
+        """``[{provider, name, title, contextWindow}]``: the proxy's models, or the configured providers'."""
+        s = self.settings
+        if s.llm_proxy_url:
+            return await self._proxy_model_list()
+        out: list[dict[str, Any]] = []
+        names: list[str] = []
+        try:
+            default = self.route(None).name
+            names.append(default)
+        except NoProvider:
+            return []
+        for p in configured_providers(s):
+            names.append(_route_for(s, p, _settings_model(s, p.name)).name)
+        for name in dict.fromkeys(names):
+            r = self.route(name)
+            out.append(
+                {
+                    "provider": r.provider,
+                    "name": r.name,
+                    "title": r.name.split("/", 1)[1],
+                    "contextWindow": self._litellm_context_window(r),
+                }
+            )
+        return out
+
+    async def _proxy_model_list(self) -> list[dict[str, Any]]:
+        s = self.settings
+        assert s.llm_proxy_url
+        headers = {"Authorization": f"Bearer {s.llm_proxy_key}"} if s.llm_proxy_key else {}
+        async with httpx.AsyncClient(timeout=10) as client:
+            resp = await client.get(f"{s.llm_proxy_url.rstrip('/')}/model/info", headers=headers)
+            resp.raise_for_status()
+        out = []
+        for item in resp.json().get("data", []):
+            name = item.get("model_name")
+            if not name:
+                continue
+            info = item.get("model_info") or {}
+            window = info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW
+            self._proxy_models[name] = info
+            out.append({"provider": "proxy", "name": name, "title": name, "contextWindow": int(window)})
+        return list({m["name"]: m for m in out}.values())
+
+    async def context_window(self, model: str | None = None) -> int:
+        """Input tokens the model takes: AGENT_CONTEXT_WINDOW, else the proxy's or LiteLLM's figure."""
+        if self.settings.context_window:
+            return self.settings.context_window
+        r = self.route(model)
+        if r.provider == "proxy":
+            if r.name not in self._proxy_models:
+                try:
+                    await self._proxy_model_list()
+                except httpx.HTTPError:
+                    return DEFAULT_CONTEXT_WINDOW
+            info = self._proxy_models.get(r.name) or {}
+            return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+        return self._litellm_context_window(r)
+
+    @staticmethod
+    def _litellm_context_window(r: Route) -> int:
+        try:
+            info = litellm.get_model_info(r.litellm_model)
+        except Exception:
+            return DEFAULT_CONTEXT_WINDOW
+        return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(getattr(exc, "message", None) or exc).strip().splitlines()
+    first = text[0] if text else type(exc).__name__
+    return f"{type(exc).__name__}: {first[:300]}"

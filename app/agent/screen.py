@@ -1,0 +1,107 @@
+"""What the model sees of the screen: its size, the one coordinate mapping, waiting for it to settle.
+
+The desktop is 1920x1080; the model sees screenshots scaled to its preferred size (1280x720 by default).
+Every coordinate the model gives goes through `to_screen`, the inverse of `to_model`. Both map pixel
+*centres* (model pixel i covers screen pixels [i*s, (i+1)*s) with s = screen/image), so 0 → 0, the last
+model pixel → the last screen pixel, and the mapping round-trips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import math
+import struct
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Size:
+    width: int
+    height: int
+
+    def __str__(self) -> str:
+        return f"{self.width}x{self.height}"
+
+
+SCREEN = Size(1920, 1080)
+
+
+def model_size(width: int, screen: Size = SCREEN) -> Size:
+    """The screenshot size for a model that wants images `width` wide (never upscaled; aspect kept)."""
+    width = max(1, min(width, screen.width))
+    return Size(width, max(1, round(screen.height * width / screen.width)))
+
+
+def _map(v: float, src: int, dst: int) -> int:
+    if not math.isfinite(v):
+        raise ValueError(f"coordinate {v!r} is not a finite number")
+    out = math.floor((v + 0.5) * dst / src)
+    return min(max(out, 0), dst - 1)
+
+
+def to_screen(x: float, y: float, image: Size, screen: Size = SCREEN) -> tuple[int, int]:
+    """A point on the `image` the model saw → the screen pixel under it (clamped onto the screen)."""
+    return _map(x, image.width, screen.width), _map(y, image.height, screen.height)
+
+
+def to_model(x: float, y: float, image: Size, screen: Size = SCREEN) -> tuple[int, int]:
+    """A screen pixel → the pixel of the scaled `image` that shows it (clamped onto the image)."""
+    return _map(x, screen.width, image.width), _map(y, screen.height, image.height)
+
+
+# ----------------------------------------------------------------------------------------------- images
+
+
+def png_size(png: bytes) -> Size:
+    """Width and height from a PNG's IHDR chunk, without decoding the image."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        raise ValueError("not a PNG image")
+    w, h = struct.unpack(">II", png[16:24])
+    return Size(w, h)
+
+
+def resize_png(png: bytes, size: Size) -> bytes:
+    """Downscale a PNG (area filter, fast settings); only for a desktop that did not scale it itself."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as im:
+        small = im.convert("RGB").resize((size.width, size.height), Image.Resampling.BOX)
+    out = io.BytesIO()
+    small.save(out, format="PNG", compress_level=1)
+    return out.getvalue()
+
+
+# ----------------------------------------------------------------------------------------------- settle
+
+
+@dataclass
+class Settled:
+    frame: str  # the last frame, as the desktop returned it (base64 PNG)
+    stable: bool  # two consecutive frames were identical before the deadline
+    frames: int  # screenshots taken
+    seconds: float
+
+
+async def settle(shoot: Callable[[], Awaitable[str]], within: float = 1.0, interval: float = 0.05) -> Settled:
+    """Take frames until two in a row are identical (byte for byte), or `within` seconds have passed.
+
+    Replaces a fixed sleep after each action: a static screen costs two screenshots and one `interval`;
+    an animating one costs at most `within`. The last frame is returned so it can go to the model as is.
+    """
+    start = time.monotonic()
+    deadline = start + within
+    prev = await shoot()
+    frames = 1
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return Settled(prev, False, frames, time.monotonic() - start)
+        await asyncio.sleep(min(interval, remaining))
+        cur = await shoot()
+        frames += 1
+        if cur == prev:
+            return Settled(cur, True, frames, time.monotonic() - start)
+        prev = cur

@@ -1,0 +1,43 @@
+"""Agent-loop fixtures, one each per session: the desktop service on the test Xvfb, the scripted LLM, and a
+real LiteLLM proxy in front of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from app.config import DesktopSettings
+from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
+from tests.fakes.llm_server import ScriptedLLM
+from tests.support.net import ServerThread
+from tests.support.xvfb import Display
+
+
+@pytest.fixture(scope="session")
+def scripted_server() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM().serve() as llm:
+        yield llm
+
+
+@pytest.fixture
+def scripted_llm(scripted_server: ScriptedLLM) -> ScriptedLLM:
+    """The session's scripted LLM with an empty script: call ``.play([...])`` in the test."""
+    scripted_server.play([])
+    return scripted_server
+
+
+@pytest.fixture(scope="session")
+def llm_proxy(scripted_server: ScriptedLLM) -> Iterator[LiteLLMProxy]:
+    """A real ``litellm --config`` proxy on loopback (master key set) whose one model is the scripted LLM."""
+    with litellm_proxy(scripted_server.base_url) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="session")
+def desktop_url(display: Display) -> Iterator[str]:
+    """The real desktop service on the session's Xvfb, over real HTTP."""
+    from app.desktop.api import create_app
+
+    with ServerThread(create_app(DesktopSettings(display=display.name))) as server:
+        yield server.url
