@@ -188,10 +188,12 @@ def render_message(message: dict) -> Message:
         content = [{"type": "text", "text": content}]
     content = content or []
     role = str(message.get("role", "")).upper()
-    only_results = bool(content) and all(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
-    author = "tool" if only_results else ("user" if role == "USER" else "agent")
+    blocks = [b for b in content if isinstance(b, dict)]
+    only_results = bool(blocks) and all(b.get("type") == "tool_result" for b in blocks)
+    # The agent's own observations ("The screen now:" + screenshot) are stored as USER messages too;
+    # a person's messages are text only.
+    observation = role == "USER" and any(b.get("type") == "image" for b in blocks)
+    author = "tool" if only_results or observation else ("user" if role == "USER" else "agent")
     return Message(
         id=str(message.get("id", "")),
         author=author,

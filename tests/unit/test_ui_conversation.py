@@ -89,6 +89,11 @@ def test_a_message_of_only_tool_results_is_not_shown_as_the_user_speaking() -> N
     assert m.author == "tool"
     m = render_message({"id": "2", "role": "USER", "content": [{"type": "text", "text": "hi"}]})
     assert m.author == "user"
+    shot = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A"}}
+    m = render_message(
+        {"id": "4", "role": "USER", "content": [{"type": "text", "text": "The screen now:"}, shot]}
+    )
+    assert m.author == "tool"
     m = render_message({"id": "3", "role": "ASSISTANT", "content": "plain string"})
     assert (m.author, m.blocks[0].text) == ("agent", "plain string")
 

@@ -60,8 +60,17 @@ function showEmpty() {
   document.getElementById("conversation-empty").hidden = conversation.children.length > 0;
 }
 
+// The conversation scrolls inside its box on wide screens, with the page on narrow ones.
+const box = document.querySelector(".conversation");
+
 function nearBottom() {
+  if (box.scrollHeight > box.clientHeight + 1) return box.scrollHeight - box.scrollTop - box.clientHeight < 120;
   return window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
+}
+
+function scrollToEnd() {
+  box.scrollTop = box.scrollHeight;
+  window.scrollTo({ top: document.body.scrollHeight });
 }
 
 /** Append the messages after the ones shown, rendered by the server; safe to call any time. */
@@ -83,7 +92,13 @@ const syncMessages = serialized(async () => {
   conversation.dataset.count = String(offset + items.length);
   localizeTimes(conversation);
   showEmpty();
-  if (stick) window.scrollTo({ top: document.body.scrollHeight });
+  if (stick) {
+    scrollToEnd();
+    // Screenshots take their height once decoded: stay at the end then too.
+    for (const img of items.flatMap((li) => [...li.querySelectorAll("img")])) {
+      img.addEventListener("load", scrollToEnd, { once: true });
+    }
+  }
 });
 
 async function refreshState() {
@@ -171,4 +186,5 @@ conversation.addEventListener("click", (e) => {
 });
 
 applyState(task);
-window.scrollTo({ top: document.body.scrollHeight });
+scrollToEnd();
+window.addEventListener("load", scrollToEnd, { once: true });
