@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -69,14 +70,14 @@ class AgentClient:
         return tasks, total
 
     async def get_task(self, task_id: str) -> dict:
-        return (await self._get(f"/tasks/{task_id}")).json()
+        return (await self._get(f"/tasks/{quote(task_id, safe='')}")).json()
 
     async def messages(self, task_id: str, offset: int, page: int = 500) -> list[dict]:
         """Every message from ``offset`` on, oldest first (the agent pages them)."""
         out: list[dict] = []
         while True:
             params = {"offset": offset + len(out), "limit": page}
-            batch = (await self._get(f"/tasks/{task_id}/messages", params)).json()
+            batch = (await self._get(f"/tasks/{quote(task_id, safe='')}/messages", params)).json()
             out += batch
             if len(batch) < page:
                 return out
