@@ -116,6 +116,8 @@ def _field(loc: tuple | list) -> str:
     if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
         parts = parts[1:]
     out = ""
+    # union members appear as tags such as 'constrained-str' or 'list[ContentBlock]': not fields
+    parts = [p for p in parts if not (isinstance(p, str) and ("[" in p or "-" in p))]
     for p in parts:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
     return out or "body"
@@ -124,8 +126,12 @@ def _field(loc: tuple | list) -> str:
 def validation_message(errors: list) -> str:
     """One line per invalid field, each starting with the field's name."""
     lines = []
+    seen: set[str] = set()
     for e in errors:
         where = _field(e.get("loc", ()))
+        if where in seen:  # one line per field (a union reports each of its members)
+            continue
+        seen.add(where)
         if e.get("type") == "json_invalid":
             lines.append(f"body: invalid JSON ({e.get('ctx', {}).get('error', e.get('msg'))})")
         elif e.get("type") == "missing":
@@ -133,6 +139,20 @@ def validation_message(errors: list) -> str:
         else:
             lines.append(f"{where}: {e.get('msg', 'invalid')}")
     return "; ".join(lines) or "invalid request"
+
+
+def _allowed_methods(request) -> list[str]:
+    """Every method any route serves on this path (Starlette names only the first matching route's)."""
+    from starlette.routing import Match
+
+    matching = [
+        r
+        for r in request.app.router.routes
+        if getattr(r, "methods", None) and r.matches(request.scope)[0] != Match.NONE
+    ]
+    # A literal path (/tasks/models) wins over a template that also matches it (/tasks/{task_id}).
+    literal = [r for r in matching if getattr(r, "path", None) == request.url.path]
+    return sorted({m for r in (literal or matching) for m in r.methods})
 
 
 def install_agent_handlers(app) -> None:
@@ -160,6 +180,8 @@ def install_agent_handlers(app) -> None:
         else:
             message = str(exc.detail)
         headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(request))}
         return JSONResponse(
             agent_error_body(exc.status_code, message), status_code=exc.status_code, headers=headers
         )

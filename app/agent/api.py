@@ -62,6 +62,8 @@ def _agent(request: Request) -> Agent:
     return request.app.state.agent
 
 
+_ONE_STATUS = "|".join(TaskStatus)
+STATUSES_PATTERN = rf"^({_ONE_STATUS})(,({_ONE_STATUS}))*$"
 ERRORS: dict[int | str, dict[str, Any]] = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}}
 TASK_ID_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "unknown task id"}}
 
@@ -72,7 +74,7 @@ MULTIPART_SCHEMA = {
         "description": {"type": "string", "minLength": 1},
         "priority": {"type": "string", "enum": ["LOW", "MEDIUM", "HIGH", "URGENT"]},
         "type": {"type": "string", "enum": ["IMMEDIATE", "SCHEDULED"]},
-        "scheduledFor": {"type": "string", "format": "date-time"},
+        "scheduledFor": {"type": "string", "anyOf": [{"format": "date-time"}, {"maxLength": 0}]},
         "model": {"type": "string"},
         "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
     },
@@ -201,10 +203,14 @@ def create_app(
         request: Request,
         status: Annotated[TaskStatus | None, Query(description="only tasks in this status")] = None,
         statuses: Annotated[
-            list[str] | None, Query(description="several statuses, comma-separated or repeated")
+            list[str] | None,
+            Query(
+                description="several statuses, comma-separated or repeated",
+                json_schema_extra={"items": {"type": "string", "pattern": STATUSES_PATTERN}},
+            ),
         ] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     ) -> Response:
         """Tasks newest first; `X-Total-Count` is the number matching the filter."""
         wanted: set[str] = {status} if status else set()
@@ -273,7 +279,7 @@ def create_app(
         request: Request,
         task_id: str,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     ) -> Response:
         """Messages oldest first; `X-Total-Count` is the task's message count."""
         messages, total = await _agent(request).store.list_messages(task_id, limit, offset)

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from app.agent.models import Message, Role, Task, TaskFile, TaskPriority, TaskStatus, TaskType
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
 
 
 class _Camel(BaseModel):
@@ -37,6 +40,14 @@ class TaskCreate(_Camel):
     created_by: Role = Role.USER
     files: list[FileIn] = Field(default_factory=list)
 
+    @field_validator("scheduled_for", mode="before")
+    @classmethod
+    def _iso_only(cls, v: Any) -> Any:
+        # pydantic would also take numbers and bare dates; the API promises ISO 8601 date-times only.
+        if v is not None and not isinstance(v, datetime) and not (isinstance(v, str) and _DATE_TIME.match(v)):
+            raise ValueError("must be an ISO 8601 date-time such as 2030-01-31T09:00:00Z")
+        return v
+
     @field_validator("model", mode="before")
     @classmethod
     def _model_name(cls, v: Any) -> Any:
@@ -58,14 +69,10 @@ class ContentBlock(BaseModel):
 
 
 class MessageCreate(_Camel):
-    content: str | list[ContentBlock] = Field(description="text, or a list of content blocks")
-
-    @field_validator("content")
-    @classmethod
-    def _not_empty(cls, v: Any) -> Any:
-        if (isinstance(v, str) and not v.strip()) or (isinstance(v, list) and not v):
-            raise ValueError("must not be empty")
-        return v
+    content: (
+        Annotated[str, Field(min_length=1, max_length=100_000, pattern=r"\S")]
+        | Annotated[list[ContentBlock], Field(min_length=1)]
+    ) = Field(description="text, or a list of content blocks")
 
     def blocks(self) -> list[dict[str, Any]]:
         if isinstance(self.content, str):
