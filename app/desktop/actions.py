@@ -235,8 +235,22 @@ class ReadFile(_Action):
 
 
 Action = Annotated[
-    MoveMouse | TraceMouse | ClickMouse | PressMouse | DragMouse | Scroll | TypeKeys | PressKeys
-    | TypeText | PasteText | Wait | Screenshot | CursorPosition | Application | WriteFile | ReadFile,
+    MoveMouse
+    | TraceMouse
+    | ClickMouse
+    | PressMouse
+    | DragMouse
+    | Scroll
+    | TypeKeys
+    | PressKeys
+    | TypeText
+    | PasteText
+    | Wait
+    | Screenshot
+    | CursorPosition
+    | Application
+    | WriteFile
+    | ReadFile,
     Field(discriminator="action"),
 ]
 ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)

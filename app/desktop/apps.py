@@ -12,7 +12,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class AppSpec:
     argv: tuple[str, ...]
-    wm_class: str  # WM_CLASS class (or instance) of the main window, compared case-insensitively
+    # WM_CLASS class (or instance) of the main window, case-insensitive; a "-suffix" is accepted too,
+    # as Debian's Thunderbird names its class after the profile ("thunderbird-default")
+    wm_class: str
 
 
 APPLICATIONS: dict[str, AppSpec] = {
@@ -31,12 +33,24 @@ DESKTOP = "desktop"
 TERMINAL_CLASSES = frozenset(
     c.lower()
     for c in (
-        "Xfce4-terminal", "Gnome-terminal", "konsole", "Tilix", "Terminator", "kitty", "Alacritty",
-        "Lxterminal", "Mate-terminal", "qterminal", "URxvt", "st-256color", "wezterm", "foot",
+        "Xfce4-terminal",
+        "Gnome-terminal",
+        "konsole",
+        "Tilix",
+        "Terminator",
+        "kitty",
+        "Alacritty",
+        "Lxterminal",
+        "Mate-terminal",
+        "qterminal",
+        "URxvt",
+        "st-256color",
+        "wezterm",
+        "foot",
     )
 )
 
 
 def matches(spec: AppSpec, wm_class: tuple[str, str]) -> bool:
     want = spec.wm_class.lower()
-    return any(part.lower() == want for part in wm_class)
+    return any(part.lower() == want or part.lower().startswith(want + "-") for part in wm_class)

@@ -36,8 +36,13 @@ cv2.setNumThreads(1)  # 2 cores shared with the desktop apps: CPU time is the re
 
 class _ShmAttach(rq.Request):
     _request = rq.Struct(
-        rq.Card8("opcode"), rq.Opcode(1), rq.RequestLength(),
-        rq.Card32("shmseg"), rq.Card32("shmid"), rq.Bool("read_only"), rq.Pad(3),
+        rq.Card8("opcode"),
+        rq.Opcode(1),
+        rq.RequestLength(),
+        rq.Card32("shmseg"),
+        rq.Card32("shmid"),
+        rq.Bool("read_only"),
+        rq.Pad(3),
     )
 
 
@@ -47,13 +52,28 @@ class _ShmDetach(rq.Request):
 
 class _ShmGetImage(rq.ReplyRequest):
     _request = rq.Struct(
-        rq.Card8("opcode"), rq.Opcode(4), rq.RequestLength(),
-        rq.Drawable("drawable"), rq.Int16("x"), rq.Int16("y"), rq.Card16("width"), rq.Card16("height"),
-        rq.Card32("plane_mask"), rq.Card8("format"), rq.Pad(3), rq.Card32("shmseg"), rq.Card32("offset"),
+        rq.Card8("opcode"),
+        rq.Opcode(4),
+        rq.RequestLength(),
+        rq.Drawable("drawable"),
+        rq.Int16("x"),
+        rq.Int16("y"),
+        rq.Card16("width"),
+        rq.Card16("height"),
+        rq.Card32("plane_mask"),
+        rq.Card8("format"),
+        rq.Pad(3),
+        rq.Card32("shmseg"),
+        rq.Card32("offset"),
     )
     _reply = rq.Struct(
-        rq.ReplyCode(), rq.Card8("depth"), rq.Card16("sequence_number"), rq.ReplyLength(),
-        rq.Card32("visual"), rq.Card32("size"), rq.Pad(16),
+        rq.ReplyCode(),
+        rq.Card8("depth"),
+        rq.Card16("sequence_number"),
+        rq.ReplyLength(),
+        rq.Card32("visual"),
+        rq.Card32("size"),
+        rq.Pad(16),
     )
 
 
@@ -99,8 +119,13 @@ class Capturer:
         self._addr = addr
         self._seg = self.d.display.allocate_resource_id()
         try:
-            _ShmAttach(display=self.d.display, opcode=self._opcode, shmseg=self._seg, shmid=self._shmid,
-                       read_only=False)
+            _ShmAttach(
+                display=self.d.display,
+                opcode=self._opcode,
+                shmseg=self._seg,
+                shmid=self._shmid,
+                read_only=False,
+            )
             self.d.sync()
         finally:
             _libc.shmctl(self._shmid, _IPC_RMID, None)  # freed once both sides detach
@@ -136,9 +161,17 @@ class Capturer:
         if self._closed:
             raise OSError("capture connection closed")
         _ShmGetImage(
-            display=self.d.display, opcode=self._opcode, drawable=self.root, x=0, y=0,
-            width=self.width, height=self.height, plane_mask=0xFFFFFFFF, format=X.ZPixmap,
-            shmseg=self._seg, offset=0,
+            display=self.d.display,
+            opcode=self._opcode,
+            drawable=self.root,
+            x=0,
+            y=0,
+            width=self.width,
+            height=self.height,
+            plane_mask=0xFFFFFFFF,
+            format=X.ZPixmap,
+            shmseg=self._seg,
+            offset=0,
         )
 
     def screenshot(

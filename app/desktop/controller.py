@@ -87,12 +87,22 @@ class DesktopController:
         self._launched: dict[str, subprocess.Popen] = {}
         tune_malloc()
         self._handlers = {
-            A.MoveMouse: self.move_mouse, A.TraceMouse: self.trace_mouse, A.ClickMouse: self.click_mouse,
-            A.PressMouse: self.press_mouse, A.DragMouse: self.drag_mouse, A.Scroll: self.scroll,
-            A.TypeKeys: self.type_keys, A.PressKeys: self.press_keys, A.TypeText: self.type_text,
-            A.PasteText: self.paste_text, A.Wait: self.wait, A.Screenshot: self.screenshot,
-            A.CursorPosition: self.cursor_position, A.Application: self.application,
-            A.WriteFile: self.write_file, A.ReadFile: self.read_file,
+            A.MoveMouse: self.move_mouse,
+            A.TraceMouse: self.trace_mouse,
+            A.ClickMouse: self.click_mouse,
+            A.PressMouse: self.press_mouse,
+            A.DragMouse: self.drag_mouse,
+            A.Scroll: self.scroll,
+            A.TypeKeys: self.type_keys,
+            A.PressKeys: self.press_keys,
+            A.TypeText: self.type_text,
+            A.PasteText: self.paste_text,
+            A.Wait: self.wait,
+            A.Screenshot: self.screenshot,
+            A.CursorPosition: self.cursor_position,
+            A.Application: self.application,
+            A.WriteFile: self.write_file,
+            A.ReadFile: self.read_file,
         }
 
     async def perform(self, action: A.Action) -> Outcome:
@@ -347,14 +357,16 @@ class DesktopController:
                         self._clipboard = Clipboard(self.settings.display)
                     clip = self._clipboard
                 fetched = clip.offer(a.text)
-                instance, cls = x.wm_class(x.active_window())
+                active = x.active_window()
+                instance, cls = x.wm_class(active) if active else ("", "")
                 terminal = cls.lower() in apps.TERMINAL_CLASSES or instance.lower() in apps.TERMINAL_CLASSES
                 chord = ["ctrl", "shift", "v"] if terminal else ["ctrl", "v"]
                 codes = self._keycodes(x, chord)
                 self._press(x, codes)
                 self._release(x, codes)
                 x.sync()
-                await self._poll(fetched.is_set, PASTE_FETCH_TIMEOUT_S, interval=0.005)
+                if active:  # with no focused window nobody will fetch it
+                    await self._poll(fetched.is_set, PASTE_FETCH_TIMEOUT_S, interval=0.005)
         if not fetched.is_set():
             return Outcome(message="pasted, but the focused window did not fetch the clipboard")
         return Outcome()
@@ -444,9 +456,14 @@ class DesktopController:
         as_root = os.geteuid() == 0 and u.uid != 0
         if as_root:
             env = {
-                "HOME": str(u.home), "USER": u.name, "LOGNAME": u.name, "DISPLAY": self.settings.display,
-                "PATH": "/usr/local/bin:/usr/bin:/bin", "SHELL": "/bin/bash",
-                "LANG": os.environ.get("LANG", "C.UTF-8"), "NO_AT_BRIDGE": "1",
+                "HOME": str(u.home),
+                "USER": u.name,
+                "LOGNAME": u.name,
+                "DISPLAY": self.settings.display,
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "SHELL": "/bin/bash",
+                "LANG": os.environ.get("LANG", "C.UTF-8"),
+                "NO_AT_BRIDGE": "1",
             }
             creds: dict = {"user": u.uid, "group": u.gid, "extra_groups": []}
             cwd = u.home
@@ -456,8 +473,14 @@ class DesktopController:
             cwd = Path.home()
         try:
             return subprocess.Popen(
-                list(spec.argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True, **creds,
+                list(spec.argv),
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                **creds,
             )
         except OSError as exc:
             raise InvalidAction(f"cannot start {spec.argv[0]}: {exc.strerror}; is it installed?") from None

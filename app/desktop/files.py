@@ -71,9 +71,10 @@ def _drop_thread_credentials(uid: int, gid: int) -> None:
     libc.syscall(setfsgid, ctypes.c_uint(gid))
     libc.syscall(setfsuid, ctypes.c_uint(uid))
     # setfs*id return the previous value, never an error: read back to be sure the drop took effect
-    if libc.syscall(setfsuid, ctypes.c_uint(0xFFFFFFFF)) != uid or libc.syscall(
-        setfsgid, ctypes.c_uint(0xFFFFFFFF)
-    ) != gid:
+    if (
+        libc.syscall(setfsuid, ctypes.c_uint(0xFFFFFFFF)) != uid
+        or libc.syscall(setfsgid, ctypes.c_uint(0xFFFFFFFF)) != gid
+    ):
         raise RuntimeError("could not drop the file thread's credentials")
 
 
@@ -161,7 +162,10 @@ class FileStore:
         if len(data) > self.max_bytes:
             raise TooLarge(f"{target} is larger than the limit of {self.max_bytes} bytes")
         return FileContent(
-            data=data, name=target.name, size=len(data), media_type=media_type(target.name, data),
+            data=data,
+            name=target.name,
+            size=len(data),
+            media_type=media_type(target.name, data),
             path=str(target),
         )
 

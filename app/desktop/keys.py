@@ -12,6 +12,7 @@ from functools import cache
 
 from app.desktop import x11
 
+# fmt: off
 _ALIASES: dict[str, str] = {
     # modifiers
     "ctrl": "Control_L", "control": "Control_L", "lctrl": "Control_L", "leftctrl": "Control_L",
@@ -40,17 +41,24 @@ _ALIASES: dict[str, str] = {
     "semicolon": "semicolon", "quote": "apostrophe", "comma": "comma", "period": "period", "dot": "period",
     "slash": "slash", "add": "KP_Add", "subtract": "KP_Subtract", "multiply": "KP_Multiply",
     "divide": "KP_Divide", "decimal": "KP_Decimal", "clear": "Clear",
-    "audiomute": "XF86AudioMute", "audiovoldown": "XF86AudioLowerVolume",
-    "audiovolup": "XF86AudioRaiseVolume", "audioplay": "XF86AudioPlay", "audiostop": "XF86AudioStop",
-    "audiopause": "XF86AudioPause", "audioprev": "XF86AudioPrev", "audionext": "XF86AudioNext",
+    "audiomute": "XF86_AudioMute", "audiovoldown": "XF86_AudioLowerVolume",
+    "audiovolup": "XF86_AudioRaiseVolume", "audioplay": "XF86_AudioPlay", "audiostop": "XF86_AudioStop",
+    "audiopause": "XF86_AudioPause", "audioprev": "XF86_AudioPrev", "audionext": "XF86_AudioNext",
 }
+# fmt: on
 _ALIASES.update({f"f{n}": f"F{n}" for n in range(1, 25)})
 _ALIASES.update({f"num{n}": str(n) for n in range(10)})
 _ALIASES.update({f"numpad{n}": f"KP_{n}" for n in range(10)})
 
 # type_text control characters -> keysym names; other control characters cannot be typed
-CONTROL_CHARS: dict[str, str] = {"\n": "Return", "\r": "Return", "\t": "Tab", "\b": "BackSpace",
-                                 "\x1b": "Escape", "\x7f": "Delete"}
+CONTROL_CHARS: dict[str, str] = {
+    "\n": "Return",
+    "\r": "Return",
+    "\t": "Tab",
+    "\b": "BackSpace",
+    "\x1b": "Escape",
+    "\x7f": "Delete",
+}
 
 
 def char_keysym(char: str) -> int:
@@ -91,7 +99,9 @@ def resolve(name: str) -> int:
     alias = _ALIASES.get(norm) or _ALIASES.get(norm.replace("_", ""))
     if alias is not None:
         return table[alias.lower()] if len(alias) > 1 else char_keysym(alias)
-    sym = table.get(name.strip().lower())
+    lower = name.strip().lower()
+    # python-xlib spells the XF86 keysyms "XF86_AudioMute"; X tools write "XF86AudioMute"
+    sym = table.get(lower) or (table.get("xf86_" + lower[4:]) if lower.startswith("xf86") else None)
     if sym is not None:
         return sym
     raise ValueError(f"unknown key name {name!r}{_suggest(norm)}")

@@ -235,8 +235,17 @@ class Clipboard:
         self.d = open_display(name)
         root = self.d.screen().root
         self.win = root.create_window(-10, -10, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask)
-        atoms = ["CLIPBOARD", "PRIMARY", "TARGETS", "UTF8_STRING", "TEXT", "INCR", "TIMESTAMP",
-                 "text/plain;charset=utf-8", "text/plain"]
+        atoms = [
+            "CLIPBOARD",
+            "PRIMARY",
+            "TARGETS",
+            "UTF8_STRING",
+            "TEXT",
+            "INCR",
+            "TIMESTAMP",
+            "text/plain;charset=utf-8",
+            "text/plain",
+        ]
         self.a = {n: self.d.intern_atom(n) for n in atoms}
         self.a["STRING"] = Xatom.STRING
         self._data = b""

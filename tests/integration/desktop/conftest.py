@@ -166,13 +166,21 @@ def probe(desktop: Desktop, tmp_path: Path) -> Iterator[Callable[..., Probe]]:
     """Factory: start a Tk probe window at a geometry; every probe is stopped after the test."""
     started: list[Probe] = []
 
-    def start(x: int = 200, y: int = 200, width: int = 600, height: int = 300, colour: str = "#ffffff",
-              text: str = "") -> Probe:
+    def start(
+        x: int = 200,
+        y: int = 200,
+        width: int = 600,
+        height: int = 300,
+        colour: str = "#ffffff",
+        text: str = "",
+    ) -> Probe:
         title = f"probe-{uuid.uuid4().hex[:8]}"
         out = tmp_path / f"{title}.json"
         proc = subprocess.Popen(
             [sys.executable, str(PROBE), str(out), title, f"{width}x{height}+{x}+{y}", colour, text],
-            env=desktop.display.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=desktop.display.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
         wid = wait_for(lambda: desktop.x.find(title), 15, f"window {title}")
@@ -197,7 +205,14 @@ def map_input_window(desktop: Desktop, x: int, y: int, w: int, h: int):
     """A bare X window of the test's own that records button presses (for scroll buttons 4-7)."""
     d = xdisplay.Display(desktop.display.name)
     win = d.screen().root.create_window(
-        x, y, w, h, 0, X.CopyFromParent, X.InputOutput, X.CopyFromParent,
+        x,
+        y,
+        w,
+        h,
+        0,
+        X.CopyFromParent,
+        X.InputOutput,
+        X.CopyFromParent,
         background_pixel=d.screen().white_pixel,
         event_mask=X.ButtonPressMask | X.StructureNotifyMask,
         override_redirect=True,

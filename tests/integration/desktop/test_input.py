@@ -53,7 +53,10 @@ def test_click_with_hold_keys_extends_the_selection(desktop: Desktop, probe) -> 
     y = p.y + 30
     desktop.act(action="click_mouse", coordinates={"x": p.x + 22, "y": y}, button="left", clickCount=1)
     desktop.act(
-        action="click_mouse", coordinates={"x": p.x + 22 + 11 * 10, "y": y}, button="left", clickCount=1,
+        action="click_mouse",
+        coordinates={"x": p.x + 22 + 11 * 10, "y": y},
+        button="left",
+        clickCount=1,
         holdKeys=["shift"],
     )
     sel = p.wait(lambda s: s["sel"], what="shift-click selection")["sel"]

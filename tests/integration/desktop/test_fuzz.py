@@ -1,0 +1,91 @@
+"""Schemathesis fuzzes the desktop OpenAPI: no generated request may produce a 500.
+
+It runs against its own bare Xvfb (no window manager, nothing to break) with files confined to a scratch
+directory. Generated values that would only make the run slow or leave the machine dirty are clamped
+before sending (long waits and delays, huge texts, launching applications, absolute file paths); every
+other field is sent as generated, including the negative (schema-violating) cases.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from schemathesis.generation import GenerationMode
+
+from app.config import DesktopSettings
+from app.desktop.api import create_app
+from tests.support.net import ServerThread
+from tests.support.xvfb import start_window_manager, start_xvfb
+
+
+def _clamp(body: object, files_dir: Path) -> None:
+    if not isinstance(body, dict):
+        return
+    for field, cap in (("duration", 20), ("delay", 1)):
+        if isinstance(body.get(field), int) and not isinstance(body.get(field), bool) and body[field] > cap:
+            body[field] = cap
+    if isinstance(body.get("text"), str):
+        body["text"] = body["text"][:40]
+    if body.get("application") not in (None, "desktop") and body.get("action") == "application":
+        body["application"] = "desktop"
+    if isinstance(body.get("path"), str) and body["path"].startswith(("/", "~")):
+        body["path"] = str(files_dir / body["path"].lstrip("/~"))
+    if isinstance(body.get("path"), list):
+        body["path"] = body["path"][:50]
+
+
+@pytest.fixture(scope="module")
+def fuzz_server(tmp_path_factory):
+    files_dir = tmp_path_factory.mktemp("fuzz-files")
+    user = pwd.getpwnam(DesktopSettings().user)
+    if os.geteuid() == 0:
+        os.chown(files_dir, user.pw_uid, user.pw_gid)
+    d = start_xvfb()
+    try:
+        start_window_manager(d)
+        app = create_app(DesktopSettings(display=d.name, files_dir=files_dir, max_file_bytes=1 << 16))
+        with ServerThread(app) as server:
+            yield server.url, app.openapi(), files_dir
+    finally:
+        d.stop()
+        shutil.rmtree(files_dir, ignore_errors=True)
+
+
+def test_no_generated_request_causes_a_server_error(fuzz_server) -> None:
+    url, openapi, files_dir = fuzz_server
+    schema = schemathesis.openapi.from_dict(openapi)
+    operation = schema["/computer-use"]["POST"]
+    cases = st.one_of(
+        operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE)
+    )
+    http = httpx.Client(timeout=30)
+
+    @settings(
+        max_examples=150,
+        phases=[Phase.explicit, Phase.generate],  # report the first failure, do not spend minutes shrinking
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=cases)
+    def check(case) -> None:
+        _clamp(case.body, files_dir)
+        r = case.call(base_url=url, timeout=20)
+        assert r.status_code < 500, (case.body, r.status_code, r.text)
+        assert r.json()["success"] is (r.status_code == 200), r.text
+
+    try:
+        check()
+        # leave no button or key held on the display
+        for button in ("left", "middle", "right"):
+            http.post(f"{url}/computer-use", json={"action": "press_mouse", "button": button, "press": "up"})
+    finally:
+        http.close()
