@@ -82,9 +82,9 @@ class AgentSettings(BaseSettings):
     llm_backoff: float = 1.0  # first back-off in seconds, doubled per attempt (with jitter), max 30 s
     max_output_tokens: int = 4096  # per LLM call
 
-    # ---- the loop's budgets and behaviour, per task
+    # ---- the loop's budgets and behaviour, per task run (a human's reply starts a new run)
     max_steps: int = 100  # LLM calls per task run
-    max_tokens: int = 2_000_000  # prompt + completion tokens per task
+    max_tokens: int = 2_000_000  # prompt + completion tokens per task run
     max_wall_seconds: float = 3600.0  # wall time per task run
     repeat_limit: int = 5  # the same action this many times in a row -> NEEDS_HELP
     keep_screenshots: int = 3  # screenshots kept in the context; older ones become a text note

@@ -2,7 +2,9 @@
 
 One step = build the context from the database, call the model (LiteLLM over loopback HTTP to the
 scripted server), store its reply, run the tool on the real desktop service (Xvfb 1920x1080, static
-screen), wait for the screen to settle, take the scaled screenshot, store the tool result.
+screen), wait for the screen to settle, take the scaled screenshot, store the tool result. The desktop
+service and the scripted model run in their own processes, as in the appliance; the agent service (API
+and worker) runs in this one so its step timings can be read.
 
 Baseline, measured in the same run: the same loop with the reference product's fixed 750 ms sleep after
 each action instead of settle detection.
@@ -14,22 +16,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+sys.path.insert(0, str(ROOT))
 
-from app.agent.computer import Computer
-from app.agent.runner import AgentExecutor
-from app.config import AgentSettings, DesktopSettings
-from app.desktop.api import create_app as desktop_app
-from tests.fakes.llm_server import ScriptedLLM, Step
-from tests.integration.agent_loop.harness import loop_settings, serve_agent
-from tests.support.net import ServerThread
-from tests.support.xvfb import start_window_manager, start_xvfb
+from app.agent.computer import Computer  # noqa: E402
+from app.agent.runner import AgentExecutor  # noqa: E402
+from app.config import AgentSettings  # noqa: E402
+from tests.integration.agent_loop.harness import loop_settings, serve_agent  # noqa: E402
+from tests.support.net import free_port, wait_http  # noqa: E402
+from tests.support.xvfb import start_window_manager, start_xvfb  # noqa: E402
 
 TARGET_P50_MS = 150.0
 
@@ -51,12 +59,9 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
 
 
-def run(executor_cls: type[AgentExecutor], steps: int, desktop_url: str, llm: ScriptedLLM, tmp: Path) -> list:
-    points = iter(range(10**6))
-    # a different point each step (no loop breaker) in a corner of an otherwise static screen
-    llm.play([], then=lambda _r: Step(calls=[("computer_move_mouse", {"coordinates": _pt(next(points))})]))
+def run(executor_cls: type[AgentExecutor], steps: int, desktop_url: str, llm_url: str, tmp: Path) -> list:
     settings: AgentSettings = loop_settings(
-        tmp / f"{executor_cls.__name__}.db", desktop_url, llm.base_url, max_steps=steps + 1, repeat_limit=0
+        tmp / f"{executor_cls.__name__}.db", desktop_url, llm_url, max_steps=steps + 1, repeat_limit=0
     )
     executor = executor_cls(settings)
     with serve_agent(settings, executor=executor) as agent:
@@ -65,8 +70,18 @@ def run(executor_cls: type[AgentExecutor], steps: int, desktop_url: str, llm: Sc
     return executor.steps[1:]  # the first step warms up connections and imports
 
 
-def _pt(i: int) -> dict[str, int]:
-    return {"x": 5 + i % 40, "y": 5 + (i // 40) % 40}
+@contextlib.contextmanager
+def service(argv: list[str], url: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A service in its own process, as in the appliance (no GIL shared with the agent being measured)."""
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        wait_http(url, timeout=60, ok=(200, 404, 405))
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
 
 
 def report(name: str, steps: list) -> float:
@@ -88,13 +103,23 @@ def main() -> None:
     display = start_xvfb()
     try:
         start_window_manager(display)
+        dport, lport = free_port(), free_port()
+        step = json.dumps({"calls": [["computer_move_mouse", {"coordinates": {"x": 5, "y": 5}}]]})
         with (
             tempfile.TemporaryDirectory() as tmp,
-            ServerThread(desktop_app(DesktopSettings(display=display.name))) as desktop,
-            ScriptedLLM().serve() as llm,
+            service(
+                [PY, "-m", "uvicorn", "--factory", "app.desktop.api:create_app", "--port", str(dport)],
+                f"http://127.0.0.1:{dport}/health",
+                {"DESKTOP_DISPLAY": display.name},
+            ),
+            service(
+                [PY, "-m", "tests.fakes.llm_server", "--port", str(lport), "--then", step],
+                f"http://127.0.0.1:{lport}/v1/models",
+            ),
         ):
-            ours = run(AgentExecutor, args.steps, desktop.url, llm, Path(tmp))
-            base = run(FixedSleepExecutor, args.baseline_steps, desktop.url, llm, Path(tmp))
+            desktop_url, llm_url = f"http://127.0.0.1:{dport}", f"http://127.0.0.1:{lport}/v1"
+            ours = run(AgentExecutor, args.steps, desktop_url, llm_url, Path(tmp))
+            base = run(FixedSleepExecutor, args.baseline_steps, desktop_url, llm_url, Path(tmp))
     finally:
         display.stop()
     print("agent step overhead, instant scripted model, static 1920x1080 screen, screenshots 1280x720")

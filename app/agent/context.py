@@ -154,3 +154,19 @@ def count_images(messages: Sequence[dict[str, Any]]) -> int:
         for p in m["content"]
         if p.get("type") == "image_url"
     )
+
+
+IMAGE_TOKENS = 1600  # what a 1280x720 screenshot costs on the big providers, roughly
+
+
+def estimate_tokens(messages: Sequence[dict[str, Any]]) -> int:
+    """A rough prompt size (4 characters a token, a flat rate per image) for servers that report no usage."""
+    chars = 0
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            chars += sum(len(p.get("text", "")) for p in content if p.get("type") == "text")
+        chars += sum(len(c["function"]["arguments"]) for c in m.get("tool_calls") or [])
+    return chars // 4 + IMAGE_TOKENS * count_images(messages)

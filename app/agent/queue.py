@@ -96,7 +96,7 @@ def load_executor(spec: str) -> Executor:
         return UnavailableExecutor()
     module, _, attr = spec.partition(":")
     obj: Any = getattr(importlib.import_module(module), attr or "executor")
-    if not isinstance(obj, Executor) and callable(obj):
+    if isinstance(obj, type) or (not isinstance(obj, Executor) and callable(obj)):  # a class: make one
         obj = obj()
     if not isinstance(obj, Executor):
         raise TypeError(

@@ -18,6 +18,7 @@ run continues the same conversation.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -27,7 +28,16 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from app.agent.computer import Computer, DesktopDown, Outcome
-from app.agent.context import ASSISTANT, USER, Turn, image_block, text_block, to_openai, tool_result_block
+from app.agent.context import (
+    ASSISTANT,
+    USER,
+    Turn,
+    estimate_tokens,
+    image_block,
+    text_block,
+    to_openai,
+    tool_result_block,
+)
 from app.agent.guards import Budget, RepeatGuard
 from app.agent.llm import LLM, LLMError
 from app.agent.models import TaskStatus
@@ -109,6 +119,9 @@ class Run:
         self.computer = executor.computer_class(ctx.desktop, self.s)
         self.budget = Budget(self.s.max_steps, self.s.max_tokens, self.s.max_wall_seconds)
         self.guard = RepeatGuard(self.s.repeat_limit)
+        self._messages: list[Message] = []  # the task's messages so far, oldest first
+        self._summary: Summary | None = None
+        self._loaded = False
         self.tools = tool_definitions(self.computer.image)
         self.system = SYSTEM_PROMPT.format(
             width=self.computer.image.width,
@@ -121,10 +134,12 @@ class Run:
     async def go(self) -> None:
         task = await self.ctx.task()
         try:
-            self.llm.route(task.model)
+            route = self.llm.route(task.model)
         except LLMError as e:
             await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
             return
+        if task.model is None:  # record which model ran it
+            task = await self.ctx.update(model=route.name)
         try:
             await self._loop(task)
         except DesktopDown as e:
@@ -154,22 +169,29 @@ class Run:
                 await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
                 return
             t2 = time.perf_counter()
-            self.budget.spend(reply.usage.total)
-            context_tokens = reply.usage.total
+            # servers that report no usage (some local ones) still get budgets and summaries
+            used = reply.usage.total or estimate_tokens(messages)
+            self.budget.spend(used)
+            context_tokens = used
             blocks = reply.blocks or [text_block("(empty answer)")]
-            await self.ctx.add_message(blocks, role=ASSISTANT)
-            t3 = time.perf_counter()
+            # the reply is stored while its tools run (a DB write saved from every step's latency)
+            saving = asyncio.create_task(self.ctx.add_message(blocks, role=ASSISTANT))
             uses = reply.tool_uses
             if not uses:  # a question for the human, never a silent retry
+                await saving
                 await self.ctx.update(status=TaskStatus.NEEDS_HELP)
                 return
-            results, final, tripped = await self._run_tools(uses)
+            t3 = time.perf_counter()
+            try:
+                results, final, tripped = await self._run_tools(uses)
+            finally:
+                await saving
             t4 = time.perf_counter()
             await self.ctx.add_message(results, role=USER)
             t5 = time.perf_counter()
             step.llm, step.tools = t2 - t1, t4 - t3
-            step.store = (t1 - t0) + (t3 - t2) + (t5 - t4)
             step.total = t5 - t0
+            step.store = step.total - step.llm - step.tools
             self.x.steps.append(step)
             if final is not None:
                 await self._finish(final)
@@ -239,12 +261,18 @@ class Run:
     # -------------------------------------------------------------------------------------- the context
 
     async def _history(self) -> tuple[Summary | None, list[Message]]:
-        summaries = await self.ctx.store.list_summaries(self.task_id)
-        summary = summaries[-1] if summaries else None
-        messages = await self.ctx.messages()
-        if summary is not None:
-            messages = [m for m in messages if m.created_at > summary.created_at]
-        return summary, messages
+        """The latest summary and the messages after it. Messages only ever get appended, so each step
+        fetches just the new ones (its own, and any a human sent meanwhile) instead of the whole history
+        with every screenshot in it."""
+        if not self._loaded:
+            summaries = await self.ctx.store.list_summaries(self.task_id)
+            self._summary = summaries[-1] if summaries else None
+            self._loaded = True
+        new, _ = await self.ctx.store.list_messages(self.task_id, limit=100_000, offset=len(self._messages))
+        self._messages += new
+        if self._summary is None:
+            return None, self._messages
+        return self._summary, [m for m in self._messages if m.created_at > self._summary.created_at]
 
     async def _context(self, task: Task) -> list[dict[str, Any]]:
         summary, messages = await self._history()
@@ -273,7 +301,9 @@ class Run:
             await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
             return False
         self.budget.spend(reply.usage.total)
-        await self.ctx.store.add_summary(self.task_id, reply.text, parent_id=summary.id if summary else None)
+        self._summary = await self.ctx.store.add_summary(
+            self.task_id, reply.text, parent_id=summary.id if summary else None
+        )
         # the summary replaces every message so far; show the model the screen again
         await self.ctx.wait_for_control()
         shot = await self.computer.screenshot()

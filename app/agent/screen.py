@@ -88,20 +88,24 @@ class Settled:
 async def settle(shoot: Callable[[], Awaitable[str]], within: float = 1.0, interval: float = 0.05) -> Settled:
     """Take frames until two in a row are identical (byte for byte), or `within` seconds have passed.
 
-    Replaces a fixed sleep after each action: a static screen costs two screenshots and one `interval`;
-    an animating one costs at most `within`. The last frame is returned so it can go to the model as is.
+    Replaces a fixed sleep after each action: a static screen costs two screenshots `interval` apart;
+    an animating one costs at most `within`. Frames are spaced from the *start* of the previous capture,
+    so a slow screenshot eats into the interval instead of adding to it. The last frame is returned so
+    it can go to the model as is.
     """
     start = time.monotonic()
     deadline = start + within
+    prev_at = start
     prev = await shoot()
     frames = 1
     while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return Settled(prev, False, frames, time.monotonic() - start)
-        await asyncio.sleep(min(interval, remaining))
+        now = time.monotonic()
+        if now >= deadline:
+            return Settled(prev, False, frames, now - start)
+        await asyncio.sleep(max(0.0, min(prev_at + interval, deadline) - now))
+        cur_at = time.monotonic()
         cur = await shoot()
         frames += 1
         if cur == prev:
             return Settled(cur, True, frames, time.monotonic() - start)
-        prev = cur
+        prev, prev_at = cur, cur_at

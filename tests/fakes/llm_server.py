@@ -249,3 +249,23 @@ class ScriptedLLM:
             app.add_api_route(f"{prefix}/chat/completions", chat, methods=["POST"])
             app.add_api_route(f"{prefix}/models", models, methods=["GET"])
         return app
+
+
+def main() -> None:
+    """``python -m tests.fakes.llm_server --port P --then '{"calls": [["computer_wait", {"duration": 1}]]}'``:
+    a standalone scripted server answering every request with the same step (for benchmarks)."""
+    import argparse
+
+    import uvicorn
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--then", required=True, help="a Step as JSON: text, calls, prompt_tokens ...")
+    args = ap.parse_args()
+    step = Step(**json.loads(args.then))
+    step.calls = [(name, a) for name, a in step.calls]
+    uvicorn.run(ScriptedLLM(then=step).app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

@@ -8,6 +8,7 @@ from app.agent.context import (
     USER,
     Turn,
     count_images,
+    estimate_tokens,
     image_block,
     text_block,
     to_openai,
@@ -92,3 +93,9 @@ def test_signed_thinking_is_sent_back_with_the_tool_call() -> None:
     turns = [Turn(ASSISTANT, [{"type": "thinking", "thinking": "t", "signature": "sig"}, call("a")])]
     msg = to_openai("S", turns)[1]
     assert msg["thinking_blocks"] == [{"type": "thinking", "thinking": "t", "signature": "sig"}]
+
+
+def test_token_estimate_for_servers_without_usage() -> None:
+    turns = [Turn(USER, [text_block("x" * 400), shot(1)]), Turn(ASSISTANT, [call("a", text="y" * 100)])]
+    est = estimate_tokens(to_openai("S" * 40, turns))
+    assert 1600 + 100 <= est <= 1600 + 150

@@ -118,3 +118,22 @@ async def test_settle_gives_up_at_the_deadline_on_a_changing_screen() -> None:
     assert not s.stable
     assert 0.19 <= s.seconds < 0.6
     assert s.frame == str(n)
+
+
+@pytest.mark.anyio
+async def test_settle_spaces_frames_from_the_start_of_the_previous_capture() -> None:
+    import time
+
+    import anyio
+
+    starts: list[float] = []
+
+    async def slow_shoot() -> str:  # a capture slower than the interval
+        starts.append(time.monotonic())
+        await anyio.sleep(0.06)
+        return "same"
+
+    s = await settle(slow_shoot, within=1, interval=0.05)
+    assert s.stable and s.frames == 2
+    # the second capture starts as soon as the first ends (60 ms), not 50 ms after it (110 ms)
+    assert starts[1] - starts[0] < 0.1

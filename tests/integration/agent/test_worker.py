@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from app.agent.queue import UNAVAILABLE
+from app.agent.llm import NO_PROVIDER_MESSAGE
+from app.agent.queue import UNAVAILABLE, load_executor
 from tests.integration.agent.conftest import serve, wait_until
 from tests.integration.agent.executors import ScriptedExecutor
 
@@ -36,13 +37,31 @@ def agent(db_url: str, scripted: ScriptedExecutor):
         yield api
 
 
-def test_default_executor_fails_tasks_honestly(db_url: str) -> None:
-    with serve(db_url, worker_enabled=True, poll_seconds=60) as api:
+NO_PROVIDER = {
+    "anthropic_api_key": None,
+    "openai_api_key": None,
+    "gemini_api_key": None,
+    "openrouter_api_key": None,
+    "openai_base_url": None,
+    "llm_proxy_url": None,
+}
+
+
+def test_default_executor_is_the_agent_loop_and_fails_honestly_without_a_provider(db_url: str) -> None:
+    with serve(db_url, worker_enabled=True, poll_seconds=60, **NO_PROVIDER) as api:
+        task_id = post(api, "anything")
+        wait_until(lambda: status(api, task_id) == "FAILED", 10)
+        t = api.get(f"/tasks/{task_id}").json()
+        assert t["error"] == NO_PROVIDER_MESSAGE and t["executedAt"] and t["completedAt"]
+        assert api.get("/health").json()["worker"] is True
+
+
+def test_a_build_without_the_agent_loop_fails_tasks_honestly(db_url: str) -> None:
+    executor = load_executor("app.agent.queue:UnavailableExecutor")  # what AGENT_EXECUTOR=... loads
+    with serve(db_url, executor, worker_enabled=True, poll_seconds=60) as api:
         task_id = post(api, "anything")
         wait_until(lambda: status(api, task_id) == "FAILED", 5)
-        t = api.get(f"/tasks/{task_id}").json()
-        assert t["error"] == UNAVAILABLE and t["executedAt"] and t["completedAt"]
-        assert api.get("/health").json()["worker"] is True
+        assert api.get(f"/tasks/{task_id}").json()["error"] == UNAVAILABLE
 
 
 def test_new_task_starts_at_once_when_the_desktop_is_idle(agent: httpx.Client, scripted) -> None:

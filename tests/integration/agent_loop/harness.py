@@ -70,9 +70,11 @@ class Agent:
         want = {statuses} if isinstance(statuses, str) else set(statuses)
         deadline = time.monotonic() + timeout
         while True:
-            task = self.task(task_id)
+            # the list has no messages: polling it does not load every screenshot of the task each time
+            r = self.client.get("/tasks", params={"limit": 1000})
+            task = next(t for t in r.json() if t["id"] == task_id)
             if task["status"] in want:
-                return task
+                return self.task(task_id)
             if time.monotonic() > deadline:
                 raise TimeoutError(
                     f"task {task_id} is {task['status']}, not {want}: error={task.get('error')}"

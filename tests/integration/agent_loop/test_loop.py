@@ -6,6 +6,7 @@ both the effect on the desktop and what the agent sent to the model.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.agent.store import Store
 from tests.fakes.llm_proxy import LiteLLMProxy
 from tests.fakes.llm_server import Request, ScriptedLLM, Step, fail, text, tool
 from tests.integration.agent_loop.harness import (
@@ -65,6 +67,12 @@ def hello_script(folder: str) -> list:
     ]
 
 
+def run_once(tmp_path: Path, desktop_url: str, llm_url: str | None, description: str, **overrides) -> dict:
+    """One task through an agent service with these settings, until it comes to rest."""
+    with serve_agent(loop_settings(tmp_path / "once.db", desktop_url, llm_url, **overrides)) as agent:
+        return agent.wait(agent.create(description)["id"])
+
+
 def read_desktop_file(desktop_url: str, path: str) -> bytes | None:
     r = desktop_action(desktop_url, "read_file", path=path)
     return base64.b64decode(r.json()["data"]) if r.status_code == 200 else None
@@ -79,6 +87,7 @@ def test_hello_txt_task_completes_and_the_file_exists(
     done = agent.wait(task["id"], timeout=90)
     assert done["status"] == "COMPLETED", done.get("error")
     assert done["result"] == {"description": "Created hello.txt containing hi."}
+    assert done["model"] == "local/scripted"
     assert read_desktop_file(desktop_url, f"/home/user/Desktop/{folder}/hello.txt") == b"hi\n"
 
     reqs = scripted_llm.requests
@@ -129,10 +138,7 @@ def test_the_step_budget_stops_the_run(tmp_path: Path, desktop_url: str, scripte
     scripted_llm.play(
         [], then=lambda _req: tool("computer_move_mouse", coordinates={"x": next(moves), "y": 50})
     )
-    with serve_agent(
-        loop_settings(tmp_path / "a.db", desktop_url, scripted_llm.base_url, max_steps=3)
-    ) as agent:
-        task = agent.wait(agent.create("Wander around")["id"])
+    task = run_once(tmp_path, desktop_url, scripted_llm.base_url, "Wander around", max_steps=3)
     assert task["status"] == "NEEDS_HELP"
     assert "AGENT_MAX_STEPS=3" in blocks(task, "ASSISTANT")[-1]["text"]
     assert len(scripted_llm.requests) == 3
@@ -142,10 +148,7 @@ def test_the_loop_breaker_stops_a_repeated_action(
     tmp_path: Path, desktop_url: str, scripted_llm: ScriptedLLM
 ) -> None:
     scripted_llm.play([], then=tool("computer_move_mouse", coordinates={"x": 200, "y": 200}))
-    with serve_agent(
-        loop_settings(tmp_path / "a.db", desktop_url, scripted_llm.base_url, repeat_limit=3)
-    ) as agent:
-        task = agent.wait(agent.create("Keep moving")["id"])
+    task = run_once(tmp_path, desktop_url, scripted_llm.base_url, "Keep moving", repeat_limit=3)
     assert task["status"] == "NEEDS_HELP"
     assert "repeated computer_move_mouse" in blocks(task, "ASSISTANT")[-1]["text"]
     assert len(scripted_llm.requests) == 3
@@ -223,10 +226,18 @@ def test_long_histories_are_summarised(tmp_path: Path, desktop_url: str, scripte
 
     big = Step(calls=[("computer_move_mouse", {"coordinates": {"x": 300, "y": 300}})], prompt_tokens=800)
     scripted_llm.play([big, summary_request, after_summary])
-    settings = loop_settings(tmp_path / "a.db", desktop_url, scripted_llm.base_url, context_window=1000)
-    with serve_agent(settings) as agent:
-        done = agent.wait(agent.create("Keep going")["id"])
+    done = run_once(tmp_path, desktop_url, scripted_llm.base_url, "Keep going", context_window=1000)
     assert done["status"] == "COMPLETED", done.get("error")
+
+    async def summaries() -> list:
+        store = await Store.open(f"sqlite:///{tmp_path / 'once.db'}", migrate=False)
+        try:
+            return await store.list_summaries(done["id"])
+        finally:
+            await store.close()
+
+    [summary] = asyncio.run(summaries())
+    assert (summary.content, summary.parent_id) == ("SUMMARY: the pointer was moved to 300,300.", None)
 
 
 def test_the_same_task_through_a_real_litellm_proxy(
