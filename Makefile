@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help system system-test venv run test bench lint format image
+.PHONY: help system system-test venv run test e2e bench lint format image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -22,12 +22,15 @@ $(STAMP): pyproject.toml constraints.txt scripts/install-python.sh
 
 venv: $(STAMP) ## create/refresh the Python venv
 
-run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stops it)
-	$(VENV)/bin/supervisord -c supervisord.conf
+run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stops it); settings: README
+	DESKPILOT_VENV=$(abspath $(VENV)) scripts/appliance.sh
 
 test: system-test $(STAMP) ## install what is missing and run the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest
+
+e2e: system-test $(STAMP) ## only the end-to-end tests (boot the whole appliance, real browser)
+	$(VENV)/bin/pytest -m e2e
 
 bench: system-test $(STAMP) ## run every benchmark under bench/ and print its figures
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -14,10 +14,10 @@ class DesktopSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DESKTOP_", extra="ignore")
 
     display: str = Field(default=":0", validation_alias=AliasChoices("DESKTOP_DISPLAY", "DISPLAY"))
-    port: int = 9990
-    user: str = "user"
     vnc_host: str = "127.0.0.1"  # x11vnc, bridged to the browser at /vnc/websockify
     vnc_port: int = 5900
+    port: int = 9990
+    user: str = "user"
     # relative write_file/read_file paths resolve here; default: the desktop user's ~/Desktop
     files_dir: Path | None = None
     max_file_bytes: int = Field(default=100 << 20, gt=0)

@@ -7,6 +7,8 @@
 # and execute the venv. That holds in the image (/opt/deskpilot) and for any checkout under /opt, /srv, /work or
 # a 0755 home. A checkout under /root (0700) is not readable by it: then the services run as root instead, and
 # this script says so on stderr. It checks by importing the package as that user, not by guessing from modes.
+#   scripts/appliance.sh                 start (exec supervisord)
+#   scripts/appliance.sh --print-config  print the resolved settings and who would run the programs, then exit
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -20,6 +22,8 @@ export DESKPILOT_USER=${DESKPILOT_USER:-user}
 export DESKPILOT_STATE_DIR=${DESKPILOT_STATE_DIR:-/var/lib/deskpilot}
 export DESKPILOT_RUN_DIR=${DESKPILOT_RUN_DIR:-/run/deskpilot}
 export DESKPILOT_VENV=${DESKPILOT_VENV:-$here/.venv}
+# SQLite in the state dir unless DATABASE_URL (which the agent prefers) points elsewhere, e.g. PostgreSQL
+export AGENT_DATABASE_URL=${AGENT_DATABASE_URL:-sqlite+aiosqlite:///$DESKPILOT_STATE_DIR/agent.db}
 
 log() { echo "deskpilot: $*" >&2; }
 
@@ -44,6 +48,11 @@ else
 fi
 DESKPILOT_SUPERVISOR_USER=$(id -un); export DESKPILOT_SUPERVISOR_USER
 
+if [[ ${1:-} == --print-config ]]; then
+  env | grep -E '^(DESKPILOT_|DESKTOP_PORT|DESKTOP_VNC_PORT|AGENT_PORT|AGENT_DATABASE_URL|UI_PORT)' | sort
+  exit 0
+fi
+
 # Directories: state (agent database) and the session bus belong to the service user; the supervisor socket
 # stays root's. /tmp/.X11-unix may be missing in a fresh container and must be root's and sticky.
 svc=(); home_owner=()
@@ -53,7 +62,7 @@ if [[ $(id -u) -eq 0 ]]; then
   install -d -m 1777 /tmp/.X11-unix
 fi
 install -d -m 0755 "$DESKPILOT_RUN_DIR"
-install -d -m 0700 "${svc[@]}" "$DESKPILOT_RUN_DIR/session"
+install -d -m 0700 "${svc[@]}" "$DESKPILOT_RUN_DIR/session" "$DESKPILOT_RUN_DIR/session/tmp"
 install -d -m 0755 "${svc[@]}" "$DESKPILOT_STATE_DIR"
 
 # The home skeleton (desktop launchers, Xfce settings) is refreshed on every start: the appliance's own files

@@ -21,7 +21,7 @@ runtime_packages=(
   ca-certificates procps
 )
 test_packages=(
-  chromium postgresql shellcheck xterm x11-utils python3-tk
+  chromium postgresql shellcheck xterm x11-utils python3-tk desktop-file-utils libglib2.0-bin
 )
 
 packages=("${runtime_packages[@]}")

@@ -108,6 +108,14 @@ def router(settings: DesktopSettings) -> APIRouter:
 
 
 def install(app: FastAPI, settings: DesktopSettings | None = None) -> None:
-    """Add the routes, then noVNC's files under /vnc (after the routes, so they take precedence)."""
-    app.include_router(router(settings or DesktopSettings()))
+    """Add the routes, then noVNC's files under /vnc (after the routes, so they take precedence).
+
+    When the VNC port is configured (the appliance sets ``DESKTOP_VNC_PORT``), /health also reports ``vnc``:
+    whether x11vnc accepts connections. A service run on its own, without a VNC server, leaves it out.
+    """
+    settings = settings or DesktopSettings()
+    app.include_router(router(settings))
     app.mount("/vnc", StaticFiles(directory=NOVNC_DIR, check_dir=False), name="vnc")
+    probes = getattr(app.state, "health_probes", None)
+    if probes is not None and "vnc_port" in settings.model_fields_set:
+        probes["vnc"] = lambda: vnc_reachable(settings)

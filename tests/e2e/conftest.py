@@ -1,4 +1,4 @@
-"""One appliance for the e2e session, booted from supervisord.conf and rootfs/ on a free display and free ports."""
+"""One appliance for the e2e session, booted from supervisord.conf and rootfs/ on a free display and ports."""
 
 from __future__ import annotations
 

@@ -54,6 +54,7 @@ class Appliance:
     vnc_port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
     started_at: float = 0.0
+    boot_seconds: float = 0.0
     _before: set[int] = field(default_factory=set)
 
     @property
@@ -104,6 +105,7 @@ class Appliance:
             "DISPLAY": self.display,
             "HOME": str(self.home),
             "XDG_RUNTIME_DIR": str(self.base / "run" / "session"),
+            "TMPDIR": str(self.base / "run" / "session" / "tmp"),
             "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.base / 'run' / 'session' / 'bus'}",
             "NO_AT_BRIDGE": "1",
         }
@@ -145,7 +147,7 @@ class Appliance:
         return time.monotonic() - self.started_at
 
     def processes(self) -> list[psutil.Process]:
-        """Every live process the appliance started (descendants of this process that were not there before)."""
+        """Every live process the appliance started (our descendants that were not there before)."""
         out = []
         for p in psutil.Process().children(recursive=True):
             try:
@@ -214,9 +216,8 @@ class Appliance:
 
     def status(self) -> dict[str, str]:
         """{program: state}, e.g. {"xvfb": "RUNNING"}."""
-        return {
-            line.split()[0]: line.split()[1] for line in self.ctl("status").splitlines() if len(line.split()) > 1
-        }
+        rows = [line.split() for line in self.ctl("status").splitlines()]
+        return {row[0]: row[1] for row in rows if len(row) > 1}
 
     def log_tail(self, lines: int = 60) -> str:
         try:

@@ -1,0 +1,116 @@
+"""What the appliance lays over the system and the home (launchers, Xfce settings, policies) and runs."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import shlex
+import subprocess
+import xml.dom.minidom
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SKEL = ROOT / "rootfs" / "home" / "user"
+LAUNCHERS = sorted((SKEL / "Desktop").glob("*.desktop"))
+IDENTIFIERS = {"browser", "password_manager", "email_client", "code_editor", "terminal", "directory"}
+
+
+def desktop_entry(path: Path) -> configparser.SectionProxy:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # keys are case-sensitive
+    parser.read(path)
+    return parser["Desktop Entry"]
+
+
+def exec_argv(path: Path) -> tuple[str, ...]:
+    """Exec= without the field codes (%u, %F, ...) a launcher fills in."""
+    return tuple(a for a in shlex.split(desktop_entry(path)["Exec"]) if not a.startswith("%"))
+
+
+def test_one_launcher_per_application_identifier() -> None:
+    assert {p.stem for p in LAUNCHERS} == IDENTIFIERS
+    for p in LAUNCHERS:
+        assert desktop_entry(p)["X-Deskpilot-Application"] == p.stem
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS, ids=lambda p: p.stem)
+def test_launcher_is_a_valid_trusted_desktop_entry(launcher: Path) -> None:
+    result = subprocess.run(["desktop-file-validate", str(launcher)], capture_output=True, text=True)
+    assert result.returncode == 0 and "error" not in result.stdout, result.stdout
+    assert launcher.stat().st_mode & 0o111, "xfdesktop only runs executable launchers without asking"
+    entry = desktop_entry(launcher)
+    assert entry["Type"] == "Application" and entry["Name"] and entry["Icon"]
+
+
+@pytest.mark.parametrize("channel", sorted((SKEL / ".config/xfce4/xfconf/xfce-perchannel-xml").glob("*.xml")))
+def test_xfconf_channels_are_well_formed(channel: Path) -> None:
+    doc = xml.dom.minidom.parse(str(channel))
+    assert doc.documentElement.getAttribute("name") == channel.stem
+
+
+def test_panel_config_exists_so_the_panel_never_asks_on_first_start() -> None:
+    assert (SKEL / ".config/xfce4/xfconf/xfce-perchannel-xml/xfce4-panel.xml").exists()
+
+
+@pytest.mark.parametrize("app", ["firefox", "thunderbird"])
+def test_app_policies_turn_off_updates_and_telemetry(app: str) -> None:
+    policies = json.loads((ROOT / "rootfs" / "etc" / app / "policies" / "policies.json").read_text())[
+        "policies"
+    ]
+    assert policies["DisableAppUpdate"] is True
+    assert policies["DisableTelemetry"] is True
+    assert policies["OverrideFirstRunPage"] == ""
+
+
+def supervisord_programs() -> dict[str, configparser.SectionProxy]:
+    parser = configparser.RawConfigParser()
+    parser.read(ROOT / "supervisord.conf")
+    return {s.split(":", 1)[1]: parser[s] for s in parser.sections() if s.startswith("program:")}
+
+
+def test_every_program_runs_as_the_service_user_restarts_and_logs_to_stdout() -> None:
+    programs = supervisord_programs()
+    assert set(programs) == {
+        "dbus",
+        "xvfb",
+        "xfwm4",
+        "xfdesktop",
+        "xfce4-panel",
+        "x11vnc",
+        "desktop-api",
+        "agent-api",
+        "ui",
+    }
+    for name, p in programs.items():
+        assert p["user"] == "%(ENV_DESKPILOT_SERVICE_USER)s", name
+        assert p["autorestart"] == "true", name
+        assert (p["stdout_logfile"], p["stdout_logfile_maxbytes"], p["redirect_stderr"]) == (
+            "/dev/stdout",
+            "0",
+            "true",
+        ), name
+
+
+def test_programs_get_the_session_environment_and_x_clients_wait_for_the_display() -> None:
+    parser = configparser.RawConfigParser()
+    parser.read(ROOT / "supervisord.conf")
+    env = parser["supervisord"]["environment"]
+    for key in ("HOME=", "USER=", "LOGNAME=", "DISPLAY=", "DBUS_SESSION_BUS_ADDRESS="):
+        assert key in env
+    programs = supervisord_programs()
+    for name in ("xfwm4", "xfdesktop", "xfce4-panel", "x11vnc"):
+        assert programs[name]["command"].startswith("%(here)s/scripts/with-x.sh "), name
+    assert "-localhost" in programs["x11vnc"]["command"]
+    assert "1920x1080x24" in programs["xvfb"]["command"]
+    assert "-s 0 -dpms" in programs["xvfb"]["command"]  # no screen saver, no power saving
+
+
+def test_launchers_run_the_same_commands_as_the_desktop_service() -> None:
+    """The Desktop icons and `POST /computer-use {"action": "application"}` start the same programs."""
+    from app.desktop.apps import APPLICATIONS
+
+    assert {p.stem for p in LAUNCHERS} == set(APPLICATIONS)
+    for p in LAUNCHERS:
+        assert exec_argv(p) == APPLICATIONS[p.stem].argv, p.name
