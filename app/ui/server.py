@@ -61,6 +61,10 @@ def _templates() -> Jinja2Templates:
     return templates
 
 
+def without_messages(task: dict) -> dict:
+    return {k: v for k, v in task.items() if k not in ("messages", "files")}
+
+
 def create_app(settings: UISettings | None = None) -> FastAPI:
     settings = settings or UISettings()
     templates = _templates()
@@ -136,7 +140,7 @@ def create_app(settings: UISettings | None = None) -> FastAPI:
                 request, "task.html", {"task": None, "task_id": task_id, "error": e.message}, e.status
             )
         ctx = {"task": task, "task_id": task_id, "error": None}
-        ctx["task_state"] = {k: v for k, v in task.items() if k not in ("messages", "files")}
+        ctx["task_state"] = without_messages(task)
         if task.get("status") == "PENDING":  # say why it may not start
             ctx.update(await models_state(request))
         return page(request, "task.html", ctx)
@@ -150,24 +154,22 @@ def create_app(settings: UISettings | None = None) -> FastAPI:
 
     @app.get("/fragments/tasks/{task_id}/messages", response_class=HTMLResponse)
     async def message_items(request: Request, task_id: str, offset: int = 0) -> HTMLResponse:
-        try:
-            messages = await agent(request).messages(task_id, max(offset, 0))
-        except AgentUnavailable as e:
-            return HTMLResponse(str(e), status_code=502)
-        except AgentFailed as e:
-            return HTMLResponse(e.message, status_code=e.status)
+        messages = await agent(request).messages(task_id, max(offset, 0))
         return page(request, "_messages.html", {"messages": messages})
 
     @app.get("/fragments/tasks/{task_id}/state")
     async def task_state(request: Request, task_id: str) -> JSONResponse:
         """The task without its messages: a page catching up needs the status, not every screenshot."""
-        try:
-            task = await agent(request).get_task(task_id)
-        except AgentUnavailable as e:
-            return JSONResponse({"statusCode": 502, "message": str(e), "error": "Bad Gateway"}, 502)
-        except AgentFailed as e:
-            return JSONResponse({"statusCode": e.status, "message": e.message}, e.status)
-        return JSONResponse({k: v for k, v in task.items() if k not in ("messages", "files")})
+        return JSONResponse(without_messages(await agent(request).get_task(task_id)))
+
+    # Fragments let these through: the page's script shows the message.
+    @app.exception_handler(AgentUnavailable)
+    async def agent_unavailable(request: Request, e: AgentUnavailable) -> JSONResponse:
+        return JSONResponse({"statusCode": 502, "message": str(e), "error": "Bad Gateway"}, 502)
+
+    @app.exception_handler(AgentFailed)
+    async def agent_failed(request: Request, e: AgentFailed) -> JSONResponse:
+        return JSONResponse({"statusCode": e.status, "message": e.message, "error": e.reason}, e.status)
 
     # ------------------------------------------------------------------------------------------ proxy
 

@@ -35,7 +35,9 @@ export async function fragment(url) {
   const response = await fetch(url, { headers: { accept: "text/html" } });
   const text = await response.text();
   if (!response.ok) {
-    const error = new Error(text || response.statusText);
+    let message = text || response.statusText;
+    try { message = JSON.parse(text).message || message; } catch { /* plain text */ }
+    const error = new Error(message);
     error.status = response.status;
     error.html = text;
     throw error;

@@ -23,6 +23,8 @@ const SHOWN = {
 };
 
 function applyState(next) {
+  // A catch-up fetch may answer after a newer event: never step back in time.
+  if (next.updatedAt && task.updatedAt && next.updatedAt < task.updatedAt) return;
   task = { ...task, ...next };
   const userHasControl = task.control === "USER";
   document.body.dataset.status = task.status;

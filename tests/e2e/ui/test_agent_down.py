@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from app.config import UISettings
 from app.ui.server import create_app
-from tests.support.browser import PageErrors, launch_chromium
+from tests.support.browser import PageErrors
 from tests.support.firefox import Firefox
 from tests.support.net import ServerThread, free_port
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator:
-    with sync_playwright() as p:
-        b = launch_chromium(p)
-        yield b
-        b.close()
 
 
 def test_task_list_says_the_agent_is_down_and_which_variable_points_at_it(browser) -> None:

@@ -17,36 +17,16 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from app.config import DesktopSettings, UISettings
-from app.desktop.api import create_app as desktop_app
+from app.config import UISettings
 from app.ui.server import create_app as ui_app
 from tests.fakes.llm_server import Request, ScriptedLLM, Step, text, tool
 from tests.integration.agent_loop.harness import loop_settings, serve_agent
-from tests.support.browser import PageErrors, launch_chromium
+from tests.support.browser import PageErrors
 from tests.support.net import ServerThread
-from tests.support.vnc import start_x11vnc
-from tests.support.xvfb import Display
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = launch_chromium(p)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
-def desktop_url(display: Display) -> Iterator[str]:
-    proc, port = start_x11vnc(display)
-    with ServerThread(desktop_app(DesktopSettings(display=display.name, vnc_port=port))) as server:
-        yield server.url
-    proc.terminate()
-    proc.wait(10)
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 @pytest.fixture(scope="module")

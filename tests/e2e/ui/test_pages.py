@@ -1,5 +1,5 @@
 """The web UI in Debian's Chromium against the real agent service (SQLite in a temp dir, no worker) and
-the real desktop service's live view (x11vnc on the test Xvfb).
+the real desktop service's live view (x11vnc on the UI tests' own Xvfb).
 
 Without a worker nothing changes a task's status but requests, so every change seen here was made by
 the browser or by the test through the agent's own API, and must reach the page without a reload.
@@ -17,16 +17,14 @@ from dataclasses import dataclass
 import httpx
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from app.agent.api import create_app as agent_app
-from app.config import AgentSettings, DesktopSettings, UISettings
-from app.desktop.api import create_app as desktop_app
+from app.config import AgentSettings, UISettings
 from app.ui.server import create_app as ui_app
-from tests.support.browser import PageErrors, launch_chromium
+from tests.support.browser import PageErrors
 from tests.support.firefox import Firefox
 from tests.support.net import ServerThread, free_port
-from tests.support.vnc import start_x11vnc
 from tests.support.xvfb import Display
 
 MAX_FILE = 200_000  # the agent's per-file upload limit in these tests
@@ -36,24 +34,6 @@ MAX_FILE = 200_000  # the agent's per-file upload limit in these tests
 class Stack:
     ui: str
     agent: httpx.Client  # the agent's own API, for what "someone else" does
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = launch_chromium(p)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
-def desktop_url(display: Display) -> Iterator[str]:
-    """The desktop service (only its /vnc matters here) bridged to x11vnc on the test display."""
-    proc, port = start_x11vnc(display)
-    with ServerThread(desktop_app(DesktopSettings(display=display.name, vnc_port=port))) as server:
-        yield server.url
-    proc.terminate()
-    proc.wait(10)
 
 
 def agent_settings(tmp_path) -> AgentSettings:
@@ -151,7 +131,9 @@ def test_scheduled_task_is_sent_with_its_time(stack: Stack, page: Page) -> None:
     page.check("#later")
     page.fill("#scheduled-for", "2031-05-04T09:30")
     page.click("#create")
-    expect(page.locator("tr.task-row", has_text="Later, please")).to_contain_text("scheduled for")
+    row = page.locator("tr.task-row", has_text="Later, please")
+    expect(row).to_contain_text("scheduled for")
+    expect(row.locator(".status")).to_have_text("Scheduled")
     (task,) = stack.agent.get("/tasks").json()
     assert task["type"] == "SCHEDULED"
     assert task["scheduledFor"].startswith("2031-05-0")
@@ -296,10 +278,10 @@ CANVAS_GRID = """(points) => {
 
 
 def test_live_desktop_shows_the_screen_and_is_view_only_until_taken_over(
-    stack: Stack, page: Page, display: Display, desktop_url: str
+    stack: Stack, page: Page, ui_display: Display, desktop_url: str
 ) -> None:
-    # Something to see whatever other tests left on the display: a blue window on top, the rest as it is.
-    marker = display.spawn(["xterm", "-bg", "#3366cc", "-geometry", "60x20+300+200"])
+    # Something to see on the screen: a blue window over the bare desktop.
+    marker = ui_display.spawn(["xterm", "-bg", "#3366cc", "-geometry", "60x20+300+200"])
     t = stack.agent.post("/tasks", json={"description": "look at the desktop"}).json()
     page.goto(f"{stack.ui}/tasks/{t['id']}")
     expect(page.locator("#desktop-state")).to_have_text("live · view only")
@@ -325,11 +307,11 @@ def test_live_desktop_shows_the_screen_and_is_view_only_until_taken_over(
 
     box = canvas.bounding_box()
     assert box is not None
-    subprocess.run(["xdotool", "mousemove", "5", "5"], env=display.env, check=True)
+    subprocess.run(["xdotool", "mousemove", "5", "5"], env=ui_display.env, check=True)
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.wait_for_timeout(300)
-    assert pointer(display) == (5, 5), "a view-only viewer moved the remote pointer"
+    assert pointer(ui_display) == (5, 5), "a view-only viewer moved the remote pointer"
 
     page.click('button[data-action="takeover"]')
     expect(page.locator("#desktop-state")).to_have_text("live · you have control")
@@ -337,7 +319,7 @@ def test_live_desktop_shows_the_screen_and_is_view_only_until_taken_over(
     page.mouse.move(box["x"] + box["width"] / 4, box["y"] + box["height"] / 4, steps=5)
     want_x, want_y = 1920 // 4, 1080 // 4
     for _ in range(50):
-        x, y = pointer(display)
+        x, y = pointer(ui_display)
         if abs(x - want_x) <= 8 and abs(y - want_y) <= 8:
             break
         page.wait_for_timeout(100)
