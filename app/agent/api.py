@@ -42,7 +42,7 @@ from app.agent.schemas import (
 )
 from app.agent.store import NewFile, Store
 from app.config import AgentSettings
-from app.errors import BadRequest, PayloadTooLarge, UpstreamUnavailable, install_agent_handlers
+from app.errors import BadRequest, InvalidTransition, PayloadTooLarge, install_agent_handlers
 
 
 @dataclass
@@ -52,6 +52,7 @@ class Agent:
     hub: EventHub
     desktop: DesktopClient
     worker: Worker | None
+    executor: Executor
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -81,13 +82,13 @@ MULTIPART_SCHEMA = {
 }
 
 
-def _builtin_executor(settings: AgentSettings, llm: Any) -> Executor:
-    """AGENT_EXECUTOR when set, else the agent loop (app.agent.runner)."""
+def _builtin_executor(settings: AgentSettings) -> Executor:
+    """AGENT_EXECUTOR when set, else the agent loop (app.agent.runner; imports LiteLLM, ~3 s)."""
     if settings.executor:
         return load_executor(settings.executor)
     from app.agent.runner import AgentExecutor
 
-    return AgentExecutor(settings, llm())
+    return AgentExecutor(settings)
 
 
 def create_app(
@@ -97,15 +98,6 @@ def create_app(
     desktop: DesktopClient | None = None,
 ) -> FastAPI:
     settings = settings or AgentSettings()
-    _llm: list[Any] = []
-
-    def llm() -> Any:
-        """The LLM client shared by the loop and /tasks/models; imports LiteLLM (~3 s) on first use."""
-        if not _llm:
-            from app.agent.llm import LLM
-
-            _llm.append(LLM(settings))
-        return _llm[0]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -114,17 +106,18 @@ def create_app(
         store.subscribe(hub.publish)
         client = desktop or DesktopClient(settings.desktop_url, settings.desktop_timeout)
         worker = None
+        run = executor or _builtin_executor(settings)
         if settings.worker_enabled:
             worker = Worker(
                 store,
-                executor or _builtin_executor(settings, llm),
+                run,
                 client,
                 worker_id=settings.worker_id or None,
                 lease_seconds=settings.lease_seconds,
                 poll_seconds=settings.poll_seconds,
             )
             await worker.start()
-        app.state.agent = Agent(settings, store, hub, client, worker)
+        app.state.agent = Agent(settings, store, hub, client, worker, run)
         try:
             yield
         finally:
@@ -230,17 +223,10 @@ def create_app(
         return _json(task_json(task) if task else None)
 
     @app.get("/tasks/models", response_model=list[ModelOut])
-    async def models() -> Response:
-        """`[{provider, name, title, contextWindow}]`: the LiteLLM proxy's models (its `/model/info`) when
-        AGENT_LLM_PROXY_URL is set, else the models of the providers whose keys are set."""
-        import httpx
-
-        try:
-            return _json(await llm().models())
-        except httpx.HTTPError as e:
-            raise UpstreamUnavailable(
-                f"LLM proxy at {settings.llm_proxy_url} did not answer /model/info: {e!r}"
-            ) from e
+    async def models(request: Request) -> Response:
+        """Models the agent can use: the executor's optional ``async def models()`` (empty without one)."""
+        listing = getattr(_agent(request).executor, "models", None)
+        return _json(await listing() if listing is not None else [])
 
     @app.get("/tasks/{task_id}", response_model=TaskDetail, responses=TASK_ID_ERRORS)
     async def get_task(request: Request, task_id: str) -> Response:
@@ -263,7 +249,8 @@ def create_app(
         """Delete the task with its messages and files; a running task is cancelled first."""
         a = _agent(request)
         if a.worker is not None and a.worker.current_task_id == task_id:
-            await a.store.update_task(task_id, status=TaskStatus.CANCELLED)
+            with contextlib.suppress(InvalidTransition):  # it may have just finished by itself
+                await a.store.update_task(task_id, status=TaskStatus.CANCELLED)
             await a.worker.cancel_task(task_id)
         await a.store.delete_task(task_id)
         return Response(status_code=204)

@@ -65,9 +65,9 @@ class Database:
             )
             self.reader = _sqlite_engine(self.url, "BEGIN", pool_size=5, max_overflow=10)
         else:
-            self.writer = self.reader = create_async_engine(
-                self.url, pool_size=10, max_overflow=10, pool_pre_ping=True
-            )
+            self.writer = create_async_engine(self.url, pool_size=10, max_overflow=10, pool_recycle=1800)
+            # Reads need no transaction (each statement sees committed data): no BEGIN/COMMIT round trips.
+            self.reader = self.writer.execution_options(isolation_level="AUTOCOMMIT")
 
     @property
     def backend(self) -> str:
@@ -82,5 +82,5 @@ class Database:
 
     async def dispose(self) -> None:
         await self.writer.dispose()
-        if self.reader is not self.writer:
+        if self.sqlite:
             await self.reader.dispose()

@@ -71,7 +71,7 @@ class EventHub:
                     client.queue.put_nowait(orjson.dumps(ack))
         except (WebSocketDisconnect, RuntimeError):
             pass
-        except ValueError:  # not JSON
+        except (ValueError, KeyError):  # not JSON, or a binary frame
             with contextlib.suppress(Exception):
                 await ws.close(code=1003, reason="frames must be JSON")
         finally:

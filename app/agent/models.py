@@ -110,8 +110,8 @@ class Task(Base):
 
     __table_args__ = (
         Index("ix_tasks_queue", "status", "priority_rank", "created_at"),
-        Index("ix_tasks_created_at", "created_at"),
-        Index("ix_tasks_status_created_at", "status", "created_at"),
+        Index("ix_tasks_created_at", "created_at", "id"),
+        Index("ix_tasks_status_created_at", "status", "created_at", "id"),
     )
 
 

@@ -12,6 +12,10 @@ COMPLETED, FAILED) through ``ctx.update(...)`` and return. Raising marks the tas
 returning with the task still IN_PROGRESS marks it FAILED too. A user reply to NEEDS_HELP re-queues the
 task, and the executor is called again with the whole history in the store. It is cancelled
 (``asyncio.CancelledError``) when the task is cancelled, deleted or moved by a user while running.
+An executor may also define ``async def models(self) -> list[dict]``: GET /tasks/models answers with it
+(``[{"provider", "name", "title", "contextWindow"}]``).
+
+Run one agent process per desktop (no ``uvicorn --workers``): each process has one worker.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import httpx
 from pydantic import ValidationError
 
 from app.agent.computer import Computer, DesktopDown, Outcome
@@ -43,6 +44,7 @@ from app.agent.llm import LLM, LLMError
 from app.agent.models import TaskStatus
 from app.agent.tools import PREFIX, CreateTask, SetTaskStatus, tool_definitions
 from app.config import AgentSettings
+from app.errors import UpstreamUnavailable
 
 if TYPE_CHECKING:
     from app.agent.models import Message, Summary, Task
@@ -105,6 +107,16 @@ class AgentExecutor:
 
     async def execute(self, task_id: str, ctx: TaskContext) -> None:
         await Run(self, task_id, ctx).go()
+
+    async def models(self) -> list[dict[str, Any]]:
+        """``GET /tasks/models``: the LiteLLM proxy's models (``/model/info``) when AGENT_LLM_PROXY_URL is
+        set, else the models of the providers whose keys are set."""
+        try:
+            return await self.llm.models()
+        except httpx.HTTPError as e:
+            raise UpstreamUnavailable(
+                f"LLM proxy at {self.settings.llm_proxy_url} did not answer /model/info: {e!r}"
+            ) from e
 
 
 class Run:

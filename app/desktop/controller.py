@@ -42,6 +42,7 @@ SCRATCH_SETTLE_S = 0.03  # pause after binding scratch keycodes, so clients re-r
 SCRATCH_DRAIN_S = 0.3
 DRAG_STEP_S = 0.005  # pause between drag points, so WMs and toolkits see a real drag
 PASTE_FETCH_TIMEOUT_S = 2.0
+PASTE_SETTLE_S = 0.03
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,7 +357,7 @@ class DesktopController:
                     if self._clipboard is None or not self._clipboard.alive:
                         self._clipboard = Clipboard(self.settings.display)
                     clip = self._clipboard
-                fetched = clip.offer(a.text)
+                paste = clip.offer(a.text)
                 active = x.active_window()
                 instance, cls = x.wm_class(active) if active else ("", "")
                 terminal = cls.lower() in apps.TERMINAL_CLASSES or instance.lower() in apps.TERMINAL_CLASSES
@@ -365,10 +366,17 @@ class DesktopController:
                 self._press(x, codes)
                 self._release(x, codes)
                 x.sync()
-                if active:  # with no focused window nobody will fetch it
-                    await self._poll(fetched.is_set, PASTE_FETCH_TIMEOUT_S, interval=0.005)
-        if not fetched.is_set():
-            return Outcome(message="pasted, but the focused window did not fetch the clipboard")
+                if not active:  # with no focused window nobody will fetch it
+                    return Outcome(message="no window has the focus; the text is on the clipboard")
+
+                def done() -> bool:  # read (property deleted), or handed over to a client that never deletes
+                    written = paste.written_at
+                    return paste.consumed.is_set() or bool(written and time.monotonic() - written > 0.5)
+
+                await self._poll(done, PASTE_FETCH_TIMEOUT_S, interval=0.005)
+                if not paste.written_at:
+                    return Outcome(message="pasted, but the focused window did not fetch the clipboard")
+                await asyncio.sleep(PASTE_SETTLE_S)  # the app inserts what it read before the next action
         return Outcome()
 
     # ------------------------------------------------------------------ other

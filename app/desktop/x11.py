@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import pkgutil
+import queue
 import select
 import threading
+import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from functools import cache
 
 import Xlib.keysymdef
@@ -222,11 +226,22 @@ class XConnection:
         return bool(prop and len(prop.value) and prop.value[0])
 
 
+@dataclass
+class Paste:
+    """Progress of one paste: when the text was handed to a client, and whether it has read it."""
+
+    written_at: float = 0.0
+    consumed: threading.Event = field(default_factory=threading.Event)
+
+
 class Clipboard:
     """Owns CLIPBOARD (and PRIMARY) on its own X connection and serves paste requests from a thread.
 
-    ``offer(text)`` takes ownership and returns an Event that is set once a client has fetched the text,
+    ``offer(text)`` takes ownership and returns a ``Paste``: ``written`` is set once a client asked for the
+    text and got it, ``consumed`` once it also deleted the property as ICCCM asks (i.e. it has read it),
     which is how ``paste_text`` knows the paste happened. Large texts go out with the INCR protocol.
+    Only the clipboard thread touches its X connection (python-xlib is not safe to share across threads);
+    ``offer`` hands the text over through a queue and a wake-up pipe.
     """
 
     CHUNK = 65536
@@ -248,30 +263,38 @@ class Clipboard:
         ]
         self.a = {n: self.d.intern_atom(n) for n in atoms}
         self.a["STRING"] = Xatom.STRING
+        self.d.sync()
         self._data = b""
-        self._fetched = threading.Event()
+        self._paste = Paste()
+        self._reading: set[tuple[int, int]] = set()  # (requestor, property) written, not yet deleted
         self._incr: dict[tuple[int, int], memoryview] = {}
+        self._incr_kind = self.a["UTF8_STRING"]
         self._stop = False
-        self._lock = threading.Lock()
+        self._offers: queue.SimpleQueue[tuple[bytes, threading.Event, threading.Event, list[bool]]] = (
+            queue.SimpleQueue()
+        )
+        self._wake_r, self._wake_w = os.pipe()
         self._thread = threading.Thread(target=self._serve, name="x11-clipboard", daemon=True)
         self._thread.start()
 
-    def offer(self, text: str) -> threading.Event:
-        with self._lock:
-            self._data = text.encode("utf-8")
-            self._fetched = threading.Event()
-            for sel in ("CLIPBOARD", "PRIMARY"):
-                self.win.set_selection_owner(self.a[sel], X.CurrentTime)
-            self.d.sync()
-            if self.d.get_selection_owner(self.a["CLIPBOARD"]) != self.win:
-                raise RuntimeError("could not take ownership of the CLIPBOARD selection")
-            return self._fetched
+    def offer(self, text: str, timeout: float = 2.0) -> Paste:
+        paste, owned, ok = Paste(), threading.Event(), [False]
+        self._offers.put((text.encode("utf-8"), paste, owned, ok))
+        os.write(self._wake_w, b"o")
+        if not owned.wait(timeout) or not ok[0]:
+            raise OSError("could not take ownership of the CLIPBOARD selection")
+        return paste
 
     def close(self) -> None:
         self._stop = True
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"q")
         self._thread.join(timeout=2)
         with contextlib.suppress(*CONNECTION_ERRORS):
             self.d.close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     @property
     def alive(self) -> bool:
@@ -280,18 +303,29 @@ class Clipboard:
     def _serve(self) -> None:
         try:
             while not self._stop:
-                if not self.d.pending_events():
-                    select.select([self.d.fileno()], [], [], 0.2)
-                    if not self.d.pending_events():
-                        continue
-                ev = self.d.next_event()
-                with self._lock:
+                ready, _, _ = select.select([self.d.fileno(), self._wake_r], [], [], 0.5)
+                if self._wake_r in ready:
+                    os.read(self._wake_r, 64)
+                while not self._offers.empty():
+                    self._own(*self._offers.get_nowait())
+                while self.d.pending_events():
+                    ev = self.d.next_event()
                     if ev.type == X.SelectionRequest:
                         self._answer(ev)
                     elif ev.type == X.PropertyNotify and ev.state == X.PropertyDelete:
-                        self._incr_next(ev.window.id, ev.atom)
+                        self._deleted(ev.window.id, ev.atom)
         except CONNECTION_ERRORS:
             return
+
+    def _own(self, data: bytes, paste: Paste, owned: threading.Event, ok: list[bool]) -> None:
+        try:
+            self._data, self._paste, self._incr = data, paste, {}
+            self._reading.clear()
+            for sel in ("CLIPBOARD", "PRIMARY"):
+                self.win.set_selection_owner(self.a[sel], X.CurrentTime)
+            ok[0] = self.d.get_selection_owner(self.a["CLIPBOARD"]) == self.win
+        finally:
+            owned.set()
 
     def _answer(self, ev: xevent.SelectionRequest) -> None:
         prop = ev.property or ev.target
@@ -315,8 +349,10 @@ class Clipboard:
                     self._incr_kind = kind
                     requestor.change_property(prop, a["INCR"], 32, [len(data)])
                 else:
+                    requestor.change_attributes(event_mask=X.PropertyChangeMask)
+                    self._reading.add((requestor.id, prop))
                     requestor.change_property(prop, kind, 8, data)
-                    self._fetched.set()
+                    self._paste.written_at = time.monotonic()
             else:
                 prop = X.NONE
         except error.XError:
@@ -327,11 +363,16 @@ class Clipboard:
         requestor.send_event(notify)
         self.d.flush()
 
-    def _incr_next(self, window: int, prop: int) -> None:
+    def _deleted(self, window: int, prop: int) -> None:
+        win = self.d.create_resource_object("window", window)
+        if (window, prop) in self._reading:  # the requestor has read the text
+            self._reading.discard((window, prop))
+            win.change_attributes(event_mask=0)
+            self._paste.consumed.set()
+            return
         rest = self._incr.get((window, prop))
         if rest is None:
             return
-        win = self.d.create_resource_object("window", window)
         chunk, rest = rest[: self.CHUNK], rest[self.CHUNK :]
         win.change_property(prop, self._incr_kind, 8, bytes(chunk))
         if len(chunk):
@@ -339,5 +380,5 @@ class Clipboard:
         else:
             del self._incr[(window, prop)]
             win.change_attributes(event_mask=0)
-            self._fetched.set()
+            self._paste.consumed.set()
         self.d.flush()

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from app.agent.queue import UnavailableExecutor
 from tests.integration.agent.conftest import serve, with_store
 
 ERROR_KEYS = {"statusCode", "message", "error"}
@@ -322,8 +323,9 @@ def test_takeover_and_resume_switch_control(api: httpx.Client) -> None:
     assert_error(api.post(f"/tasks/{t['id']}/takeover"), 400, "CANCELLED")
 
 
-def test_models_is_an_empty_list_without_the_agent_loop(api: httpx.Client) -> None:
-    r = api.get("/tasks/models")
+def test_models_is_an_empty_list_without_the_agent_loop(db_url: str) -> None:
+    with serve(db_url, UnavailableExecutor()) as api:
+        r = api.get("/tasks/models")
     assert r.status_code == 200 and r.json() == []
 
 
@@ -340,3 +342,18 @@ def test_openapi_and_docs_are_served(api: httpx.Client) -> None:
     content = spec["paths"]["/tasks"]["post"]["requestBody"]["content"]
     assert {"application/json", "multipart/form-data"} == set(content)
     assert "TaskCreate" in spec["components"]["schemas"]
+
+
+class _WithModels:
+    async def execute(self, task_id, ctx) -> None:  # pragma: no cover - never run here
+        raise AssertionError
+
+    async def models(self) -> list[dict]:
+        return [{"provider": "anthropic", "name": "m1", "title": "Model One", "contextWindow": 200000}]
+
+
+def test_models_come_from_the_executor_when_it_lists_them(db_url: str) -> None:
+    with serve(db_url, _WithModels()) as api:
+        assert api.get("/tasks/models").json() == [
+            {"provider": "anthropic", "name": "m1", "title": "Model One", "contextWindow": 200000}
+        ]

@@ -21,6 +21,7 @@ import httpx
 import pytest
 from Xlib import X, Xatom
 from Xlib import display as xdisplay
+from Xlib.error import XError
 
 from app.config import DesktopSettings
 from app.desktop.api import create_app
@@ -94,7 +95,13 @@ class XReader:
         return self.d.create_resource_object("window", wid).get_wm_class() or ("", "")
 
     def find(self, title: str) -> int:
-        return next((w for w in self.windows() if self.title(w) == title), 0)
+        for w in self.windows():
+            try:
+                if self.title(w) == title:
+                    return w
+            except XError:  # a window of an earlier test went away meanwhile
+                continue
+        return 0
 
     def geometry(self, wid: int) -> tuple[int, int, int, int]:
         """Root-relative (x, y, width, height) of a client window."""

@@ -45,8 +45,13 @@ def test_application_launches_activates_and_shows_the_desktop(desktop: Desktop) 
 @pytest.mark.slow
 @pytest.mark.parametrize("identifier", ["browser", "password_manager", "email_client"])
 def test_application_starts_the_heavy_programs(desktop: Desktop, identifier: str) -> None:
-    _switch(desktop, identifier)
-    _runs_as_desktop_user(desktop, identifier)
+    try:
+        _switch(desktop, identifier)
+        _runs_as_desktop_user(desktop, identifier)
+    finally:  # stopped at once: their late pop-ups would steal the focus from the tests that follow
+        proc = desktop.controller.launched().get(identifier)
+        if proc is not None:
+            stop_process(proc)
 
 
 def test_paste_text_arrives_in_a_terminal(desktop: Desktop) -> None:

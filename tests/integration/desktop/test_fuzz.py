@@ -30,7 +30,8 @@ def _clamp(body: object, files_dir: Path) -> None:
     if not isinstance(body, dict):
         return
     for field, cap in (("duration", 20), ("delay", 1)):
-        if isinstance(body.get(field), int) and not isinstance(body.get(field), bool) and body[field] > cap:
+        value = body.get(field)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > cap:
             body[field] = cap
     if isinstance(body.get("text"), str):
         body["text"] = body["text"][:40]

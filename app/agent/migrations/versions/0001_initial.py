@@ -43,9 +43,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("tasks", schema=None) as batch_op:
-        batch_op.create_index("ix_tasks_created_at", ["created_at"], unique=False)
+        batch_op.create_index("ix_tasks_created_at", ["created_at", "id"], unique=False)
         batch_op.create_index("ix_tasks_queue", ["status", "priority_rank", "created_at"], unique=False)
-        batch_op.create_index("ix_tasks_status_created_at", ["status", "created_at"], unique=False)
+        batch_op.create_index("ix_tasks_status_created_at", ["status", "created_at", "id"], unique=False)
 
     op.create_table(
         "messages",

@@ -1,0 +1,187 @@
+"""Desktop service benchmark: prints p50/p95 of the hot paths and a same-run naive baseline with the ratio.
+
+Starts its own Xvfb 1920x1080x24 + xfwm4 + a few real windows (xterms full of text, geany), runs the
+desktop service as in production (its own uvicorn process, one worker, on a free port), and measures:
+
+  screenshot over HTTP (target p50 <= 15 ms, p95 <= 25 ms)    vs python-xlib GetImage + Pillow PNG + stdlib
+  in-process capture + encode (target p50 <= 10 ms)             base64/json, in this same run
+  click over HTTP (target p50 <= 2 ms)                          vs `xdotool click` subprocess
+  type_text of 100 ASCII characters over HTTP (target <= 30 ms)
+  desktop-service RSS after 1,000 screenshots (target <= 150 MiB)
+
+Run: make bench  (or .venv/bin/python bench/desktop.py [--n 200]). Not a test: figures vary with load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.config import DesktopSettings
+from app.desktop.controller import DesktopController
+from tests.support.net import free_port, wait_http
+from tests.support.xvfb import start_window_manager, start_xvfb
+
+
+def pct(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))] * 1000
+
+
+def timed(fn, n: int, warmup: int = 5) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def row(name: str, samples: list[float], target: str = "") -> float:
+    p50, p95 = pct(samples, 0.5), pct(samples, 0.95)
+    print(f"  {name:<52} p50 {p50:8.2f} ms   p95 {p95:8.2f} ms   {target}", flush=True)
+    return p50
+
+
+def naive_screenshot(display: str):
+    """The naive pipeline of notes/perf-limits.md: python-xlib GetImage -> Pillow PNG -> base64 -> json."""
+    from PIL import Image
+    from Xlib import X
+    from Xlib import display as xdisplay
+
+    d = xdisplay.Display(display)
+    root = d.screen().root
+    w, h = d.screen().width_in_pixels, d.screen().height_in_pixels
+
+    def shot() -> bytes:
+        raw = root.get_image(0, 0, w, h, X.ZPixmap, 0xFFFFFFFF).data
+        img = Image.frombuffer("RGB", (w, h), raw, "raw", "BGRX", 0, 1)
+        buf = io.BytesIO()
+        img.save(buf, format="PNG")
+        return json.dumps(
+            {"success": True, "data": {"image": base64.b64encode(buf.getvalue()).decode()}}
+        ).encode()
+
+    return shot, d
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=200)
+    ap.add_argument("--naive-n", type=int, default=30)
+    args = ap.parse_args()
+
+    d = start_xvfb()
+    try:
+        start_window_manager(d)
+        text = "seq 1 4000 | xargs -n 12 echo; ls -la /usr/bin | head -80; cat"
+        for geo in ("120x50+0+0", "120x50+900+100"):
+            d.spawn(["xterm", "-geometry", geo, "-e", "sh", "-c", text])
+        if shutil.which("geany"):
+            d.spawn(["geany", "-i", "-c", "/tmp/deskpilot-bench-geany", "/usr/share/doc/geany/README.gz"])
+        time.sleep(3)
+
+        controller = DesktopController(DesktopSettings(display=d.name))
+        port = free_port()
+        service = d.spawn(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                "app.desktop.api:create_app",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+                "--log-level",
+                "warning",
+            ],
+            env={"DESKTOP_DISPLAY": d.name},
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        url = f"http://127.0.0.1:{port}"
+        wait_http(f"{url}/health")
+        proc = psutil.Process(service.pid)
+        print(
+            f"Deskpilot desktop bench: Xvfb {d.name} 1920x1080x24, xfwm4, 2 xterms + geany; "
+            f"{os.cpu_count()} CPUs; n={args.n}"
+        )
+        with httpx.Client(base_url=url, timeout=30) as http:
+
+            def post(body: dict) -> httpx.Response:
+                r = http.post("/computer-use", json=body)
+                assert r.status_code == 200, r.text
+                return r
+
+            shot = post({"action": "screenshot"})
+            print(f"  screenshot JSON size: {len(shot.content) / 1e6:.2f} MB")
+            results = {}
+            print("fast path (this service)")
+            results["http"] = timed(lambda: post({"action": "screenshot"}), args.n)
+            p50_http = row("screenshot over HTTP", results["http"], "target p50 <= 15, p95 <= 25")
+            inproc = timed(lambda: controller.capture().data and None, args.n)
+            p50_inproc = row("capture + encode in process (PNG, fpng)", inproc, "target p50 <= 10")
+            click = {
+                "action": "click_mouse",
+                "coordinates": {"x": 1500, "y": 900},
+                "button": "left",
+                "clickCount": 1,
+            }
+            clicks = timed(lambda: post(click), args.n)
+            p50_click = row("click over HTTP", clicks, "target p50 <= 2")
+            post(
+                {
+                    "action": "click_mouse",
+                    "coordinates": {"x": 300, "y": 300},
+                    "button": "left",
+                    "clickCount": 1,
+                }
+            )
+            typing = {"action": "type_text", "text": "abcdefghij" * 10}
+            typed = timed(lambda: post(typing), max(20, args.n // 5), warmup=2)
+            row("type_text 100 ASCII characters over HTTP", typed, "target p50 <= 30")
+            for _ in range(1000 - args.n - 5):
+                post({"action": "screenshot"})
+            rss = proc.memory_info().rss / 2**20
+            print(f"  desktop service RSS after 1,000 screenshots: {rss:.0f} MiB (target <= 150)")
+
+            print("naive baseline (same run)")
+            naive, conn = naive_screenshot(d.name)
+            p50_naive = row(
+                "python-xlib GetImage + Pillow PNG + stdlib b64/json", timed(naive, args.naive_n, 2)
+            )
+            conn.close()
+
+            def xdotool_click() -> None:
+                subprocess.run(["xdotool", "mousemove", "1500", "900", "click", "1"], env=d.env, check=True)
+
+            p50_xdo = row("xdotool mousemove + click subprocess", timed(xdotool_click, 20, 2))
+            print("ratios (naive / fast, p50)")
+            print(
+                f"  screenshot: {p50_naive / p50_inproc:5.1f}x in process,"
+                f" {p50_naive / p50_http:5.1f}x over HTTP"
+            )
+            print(f"  click:      {p50_xdo / p50_click:5.1f}x (xdotool subprocess vs XTest over HTTP)")
+        controller.close()
+    finally:
+        d.stop()
+
+
+if __name__ == "__main__":
+    main()
