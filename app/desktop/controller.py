@@ -18,7 +18,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,52 +182,56 @@ class DesktopController:
         for kc in reversed(codes):
             x.key(kc, False)
 
-    # ------------------------------------------------------------------ mouse
-    async def move_mouse(self, a: A.MoveMouse) -> Outcome:
+    @contextlib.asynccontextmanager
+    async def _input(self, hold: list[str] | None = None) -> AsyncIterator[XConnection]:
+        """The input lock and the display, with ``hold`` keys held down around the body; syncs at the end."""
         async with self._input_lock:
             with self._display() as x:
-                x.move(*a.coordinates.xy)
-                x.sync()
-        return Outcome()
-
-    async def trace_mouse(self, a: A.TraceMouse) -> Outcome:
-        async with self._input_lock:
-            with self._display() as x:
-                await self._bind_keys(x, a.holdKeys)
-                held = self._keycodes(x, a.holdKeys)
+                await self._bind_keys(x, hold)
+                held = self._keycodes(x, hold)
                 self._press(x, held)
                 try:
-                    for point in a.path:
-                        x.move(*point.xy)
-                        x.sync()
+                    yield x
                 finally:
                     self._release(x, held)
                     x.sync()
+
+    @staticmethod
+    def _tap(x: XConnection, where: A.Coordinates | None, button: int, count: int) -> None:
+        if where is not None:
+            x.move(*where.xy)
+        for _ in range(count):
+            x.button(button, True)
+            x.button(button, False)
+
+    # ------------------------------------------------------------------ mouse
+    async def move_mouse(self, a: A.MoveMouse) -> Outcome:
+        async with self._input() as x:
+            x.move(*a.coordinates.xy)
+        return Outcome()
+
+    async def trace_mouse(self, a: A.TraceMouse) -> Outcome:
+        async with self._input(a.holdKeys) as x:
+            for point in a.path:
+                x.move(*point.xy)
+                x.sync()
         return Outcome()
 
     async def click_mouse(self, a: A.ClickMouse) -> Outcome:
-        async with self._input_lock:
-            with self._display() as x:
-                await self._bind_keys(x, a.holdKeys)
-                held = self._keycodes(x, a.holdKeys)
-                if a.coordinates is not None:
-                    x.move(*a.coordinates.xy)
-                self._press(x, held)
-                button = BUTTONS[a.button]
-                for _ in range(a.clickCount):
-                    x.button(button, True)
-                    x.button(button, False)
-                self._release(x, held)
-                x.sync()
+        async with self._input(a.holdKeys) as x:
+            self._tap(x, a.coordinates, BUTTONS[a.button], a.clickCount)
+        return Outcome()
+
+    async def scroll(self, a: A.Scroll) -> Outcome:
+        async with self._input(a.holdKeys) as x:
+            self._tap(x, a.coordinates, SCROLL_BUTTONS[a.direction], a.scrollCount)
         return Outcome()
 
     async def press_mouse(self, a: A.PressMouse) -> Outcome:
-        async with self._input_lock:
-            with self._display() as x:
-                if a.coordinates is not None:
-                    x.move(*a.coordinates.xy)
-                x.button(BUTTONS[a.button], a.press == "down")
-                x.sync()
+        async with self._input() as x:
+            if a.coordinates is not None:
+                x.move(*a.coordinates.xy)
+            x.button(BUTTONS[a.button], a.press == "down")
         return Outcome()
 
     async def drag_mouse(self, a: A.DragMouse) -> Outcome:
@@ -236,43 +240,21 @@ class DesktopController:
             (x0, y0), (x1, y1) = points
             points = [(round(x0 + (x1 - x0) * i / 5), round(y0 + (y1 - y0) * i / 5)) for i in range(6)]
         pause = DRAG_STEP_S if len(points) <= 200 else 0
-        async with self._input_lock:
-            with self._display() as x:
-                await self._bind_keys(x, a.holdKeys)
-                held = self._keycodes(x, a.holdKeys)
-                button = BUTTONS[a.button]
-                x.move(*points[0])
-                self._press(x, held)
-                x.button(button, True)
-                x.sync()
-                try:
-                    for point in points[1:]:
-                        if pause:
-                            await asyncio.sleep(pause)
-                        x.move(*point)
-                        x.sync()
+        button = BUTTONS[a.button]
+        async with self._input(a.holdKeys) as x:
+            x.move(*points[0])
+            x.button(button, True)
+            x.sync()
+            try:
+                for point in points[1:]:
                     if pause:
                         await asyncio.sleep(pause)
-                finally:
-                    x.button(button, False)
-                    self._release(x, held)
+                    x.move(*point)
                     x.sync()
-        return Outcome()
-
-    async def scroll(self, a: A.Scroll) -> Outcome:
-        async with self._input_lock:
-            with self._display() as x:
-                await self._bind_keys(x, a.holdKeys)
-                held = self._keycodes(x, a.holdKeys)
-                if a.coordinates is not None:
-                    x.move(*a.coordinates.xy)
-                self._press(x, held)
-                button = SCROLL_BUTTONS[a.direction]
-                for _ in range(a.scrollCount):
-                    x.button(button, True)
-                    x.button(button, False)
-                self._release(x, held)
-                x.sync()
+                if pause:
+                    await asyncio.sleep(pause)
+            finally:
+                x.button(button, False)
         return Outcome()
 
     async def cursor_position(self, a: A.CursorPosition) -> Outcome:
@@ -281,35 +263,30 @@ class DesktopController:
 
     # ------------------------------------------------------------------ keyboard
     async def type_keys(self, a: A.TypeKeys) -> Outcome:
-        async with self._input_lock:
-            with self._display() as x:
-                await self._bind_keys(x, a.keys)
-                for i, name in enumerate(a.keys):
-                    if a.delay and i:
-                        x.sync()
-                        await asyncio.sleep(a.delay / 1000)
-                    codes = x.keycodes(keys.resolve(name))
-                    self._press(x, codes)
-                    self._release(x, codes)
-                x.sync()
+        async with self._input() as x:
+            await self._bind_keys(x, a.keys)
+            for i, name in enumerate(a.keys):
+                if a.delay and i:
+                    x.sync()
+                    await asyncio.sleep(a.delay / 1000)
+                codes = x.keycodes(keys.resolve(name))
+                self._press(x, codes)
+                self._release(x, codes)
         return Outcome()
 
     async def press_keys(self, a: A.PressKeys) -> Outcome:
-        async with self._input_lock:
-            with self._display() as x:
-                await self._bind_keys(x, a.keys)
-                codes = self._keycodes(x, a.keys)
-                if a.press == "down":
-                    self._press(x, codes)
-                else:
-                    self._release(x, codes)
-                x.sync()
+        async with self._input() as x:
+            await self._bind_keys(x, a.keys)
+            codes = self._keycodes(x, a.keys)
+            if a.press == "down":
+                self._press(x, codes)
+            else:
+                self._release(x, codes)
         return Outcome()
 
     async def type_text(self, a: A.TypeText) -> Outcome:
-        async with self._input_lock:
-            with self._display() as x:
-                await self._type(x, a.text, a.delay or 0)
+        async with self._input() as x:
+            await self._type(x, a.text, a.delay or 0)
         return Outcome()
 
     async def _type(self, x: XConnection, text: str, delay_ms: int) -> None:
@@ -351,32 +328,31 @@ class DesktopController:
             await asyncio.sleep(SCRATCH_SETTLE_S)
 
     async def paste_text(self, a: A.PasteText) -> Outcome:
-        async with self._input_lock:
-            with self._display() as x:
-                with self._connect_lock:
-                    if self._clipboard is None or not self._clipboard.alive:
-                        self._clipboard = Clipboard(self.settings.display)
-                    clip = self._clipboard
-                paste = clip.offer(a.text)
-                active = x.active_window()
-                instance, cls = x.wm_class(active) if active else ("", "")
-                terminal = cls.lower() in apps.TERMINAL_CLASSES or instance.lower() in apps.TERMINAL_CLASSES
-                chord = ["ctrl", "shift", "v"] if terminal else ["ctrl", "v"]
-                codes = self._keycodes(x, chord)
-                self._press(x, codes)
-                self._release(x, codes)
-                x.sync()
-                if not active:  # with no focused window nobody will fetch it
-                    return Outcome(message="no window has the focus; the text is on the clipboard")
+        async with self._input() as x:
+            with self._connect_lock:
+                if self._clipboard is None or not self._clipboard.alive:
+                    self._clipboard = Clipboard(self.settings.display)
+                clip = self._clipboard
+            paste = clip.offer(a.text)
+            active = x.active_window()
+            instance, cls = x.wm_class(active) if active else ("", "")
+            terminal = cls.lower() in apps.TERMINAL_CLASSES or instance.lower() in apps.TERMINAL_CLASSES
+            chord = ["ctrl", "shift", "v"] if terminal else ["ctrl", "v"]
+            codes = self._keycodes(x, chord)
+            self._press(x, codes)
+            self._release(x, codes)
+            x.sync()
+            if not active:  # with no focused window nobody will fetch it
+                return Outcome(message="no window has the focus; the text is on the clipboard")
 
-                def done() -> bool:  # read (property deleted), or handed over to a client that never deletes
-                    written = paste.written_at
-                    return paste.consumed.is_set() or bool(written and time.monotonic() - written > 0.5)
+            def done() -> bool:  # read (property deleted), or handed over to a client that never deletes
+                written = paste.written_at
+                return paste.consumed.is_set() or bool(written and time.monotonic() - written > 0.5)
 
-                await self._poll(done, PASTE_FETCH_TIMEOUT_S, interval=0.005)
-                if not paste.written_at:
-                    return Outcome(message="pasted, but the focused window did not fetch the clipboard")
-                await asyncio.sleep(PASTE_SETTLE_S)  # the app inserts what it read before the next action
+            await self._poll(done, PASTE_FETCH_TIMEOUT_S, interval=0.005)
+            if not paste.written_at:
+                return Outcome(message="pasted, but the focused window did not fetch the clipboard")
+            await asyncio.sleep(PASTE_SETTLE_S)  # the app inserts what it read before the next action
         return Outcome()
 
     # ------------------------------------------------------------------ other
