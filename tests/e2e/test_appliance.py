@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import configparser
+import contextlib
 import io
 import os
 import re
@@ -16,6 +17,7 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -23,7 +25,7 @@ import numpy as np
 import psutil
 import pytest
 from PIL import Image
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 from tests.support.appliance import PROGRAMS, ROOT, Appliance
 
@@ -48,6 +50,24 @@ WINDOW_CLASSES = {
     "directory": "thunar.thunar",
 }
 LAUNCHERS = sorted((ROOT / "rootfs" / "home" / "user" / "Desktop").glob("*.desktop"))
+
+
+@contextlib.contextmanager
+def live_view(appliance: Appliance, query: str = "") -> Iterator[Page]:
+    """/vnc in headless Debian Chromium, connected; uncaught JavaScript errors fail the test."""
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(f"{appliance.desktop_url}/vnc{query}")
+            connected = "document.documentElement.classList.contains('noVNC_connected')"
+            page.wait_for_function(connected, timeout=20000)
+            yield page
+            assert not errors, errors
+        finally:
+            browser.close()
 
 
 def screenshot(appliance: Appliance) -> Image.Image:
@@ -96,8 +116,13 @@ def test_boot_brings_every_program_up_as_the_desktop_user(appliance: Appliance) 
     while {p: (status := appliance.status()).get(p) for p in PROGRAMS} != dict.fromkeys(PROGRAMS, "RUNNING"):
         assert time.monotonic() < deadline, f"{status}\n{appliance.log_tail()}"
         time.sleep(0.2)
-    for program in ("xvfb", "xfdesktop", "x11vnc", "desktop-api", "agent-api", "ui"):
-        assert psutil.Process(appliance.pid(program)).username() == "user", program
+    # The session runs as `user`; the services (and Xvfb, for their MIT-SHM) too, unless `user` cannot read
+    # the checkout (then root, see tests/integration/test_launcher.py).
+    services = appliance.service_user
+    assert services == ("user" if _readable_by_user(ROOT) else "root")
+    for program in PROGRAMS:
+        expected = services if program in ("desktop-api", "agent-api", "ui", "xvfb") else "user"
+        assert psutil.Process(appliance.pid(program)).username() == expected, program
     # Green /health comes first; the display and x11vnc may need a moment more (the services do not wait).
     deadline = time.monotonic() + 30
     while (desktop := httpx.get(f"{appliance.desktop_url}/health").json())["status"] != "ok":
@@ -107,6 +132,11 @@ def test_boot_brings_every_program_up_as_the_desktop_user(appliance: Appliance) 
     for url in appliance.health_urls:
         assert httpx.get(url).json()["status"] == "ok", url
     assert appliance.boot_seconds < 30
+
+
+def _readable_by_user(path: Path) -> bool:
+    probe = ["runuser", "-u", "user", "--", "test", "-r", str(path / "app" / "__init__.py")]
+    return subprocess.run(probe).returncode == 0
 
 
 def test_no_screen_saver_or_power_saving_blanks_the_display(appliance: Appliance) -> None:
@@ -130,7 +160,7 @@ def test_desktop_shows_the_launchers_and_the_panel(appliance: Appliance) -> None
     assert [p.name for p in on_desktop] == [p.name for p in LAUNCHERS]
     for p in on_desktop:
         assert os.access(p, os.X_OK), f"{p.name} must be executable to be a trusted launcher"
-        assert p.stat().st_uid == psutil.Process(appliance.pid("xfdesktop")).uids().real
+        assert p.owner() == "user"
     classes = {line.split(None, 4)[2].lower() for line in windows(appliance)}
     assert {"xfdesktop.xfdesktop", "xfce4-panel.xfce4-panel"} <= classes
 
@@ -139,38 +169,57 @@ def test_desktop_shows_the_launchers_and_the_panel(appliance: Appliance) -> None
 
 
 def test_live_view_canvas_shows_the_desktop(appliance: Appliance) -> None:
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 800})
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{appliance.desktop_url}/vnc")
-            assert "view_only=true" in page.url
-            connected = "document.documentElement.classList.contains('noVNC_connected')"
-            page.wait_for_function(connected, timeout=20000)
-            page.wait_for_function(
-                "(() => { const c = document.querySelector('#noVNC_container canvas');"
-                " return c && c.width === 1920 && c.height === 1080; })()",
-                timeout=10000,
-            )
-            # Icons and wallpaper only (the panel clock changes). The view is JPEG-encoded, so compare 8x8
-            # block means, which JPEG keeps: the same region must match, the region 240 px right must not.
-            box = (0, 0, 480, 720)
-            deadline = time.monotonic() + 15
-            while True:
-                canvas = _blocks(_canvas_region(page, box))
-                shot = screenshot(appliance)
-                same = np.abs(canvas - _blocks(np.asarray(shot.crop(box)))).mean()
-                if same < 2 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            shifted = np.abs(canvas - _blocks(np.asarray(shot.crop((240, 0, 720, 720))))).mean()
-            assert same < 2, f"noVNC canvas differs from the screenshot by {same:.1f} per channel (8x8 means)"
-            assert shifted > 4 * max(same, 1), f"the comparison cannot tell regions apart ({shifted:.1f})"
-            assert not errors, errors
-        finally:
-            browser.close()
+    with live_view(appliance) as page:
+        assert "view_only=true" in page.url
+        page.wait_for_function(
+            "(() => { const c = document.querySelector('#noVNC_container canvas');"
+            " return c && c.width === 1920 && c.height === 1080; })()",
+            timeout=10000,
+        )
+        # Icons and wallpaper only (the panel clock changes). The view is JPEG-encoded, so compare 8x8
+        # block means, which JPEG keeps: the same region must match, the region 240 px right must not.
+        box = (0, 0, 480, 720)
+        deadline = time.monotonic() + 15
+        while True:
+            canvas = _blocks(_canvas_region(page, box))
+            shot = screenshot(appliance)
+            same = np.abs(canvas - _blocks(np.asarray(shot.crop(box)))).mean()
+            if same < 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    shifted = np.abs(canvas - _blocks(np.asarray(shot.crop((240, 0, 720, 720))))).mean()
+    assert same < 2, f"noVNC canvas differs from the screenshot by {same:.1f} per channel (8x8 means)"
+    assert shifted > 4 * max(same, 1), f"the comparison cannot tell regions apart ({shifted:.1f})"
+
+
+def cursor(appliance: Appliance) -> tuple[int, int]:
+    r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "cursor_position"}, timeout=30)
+    data = r.json()["data"]
+    return round(data["x"]), round(data["y"])
+
+
+@pytest.mark.parametrize("interactive", [False, True], ids=["view-only", "interactive"])
+def test_live_view_moves_the_pointer_only_when_interactive(appliance: Appliance, interactive: bool) -> None:
+    httpx.post(
+        f"{appliance.desktop_url}/computer-use",
+        json={"action": "move_mouse", "coordinates": {"x": 1500, "y": 900}},
+    )
+    with live_view(appliance, "?interactive=1" if interactive else "") as page:
+        box = page.locator("#noVNC_container canvas").bounding_box()
+        assert box and box["width"] > 100
+        # Point at the remote (480, 270): a quarter of the way into the scaled canvas.
+        target = (box["x"] + box["width"] / 4, box["y"] + box["height"] / 4)
+        for dx in (0, 3, 0):  # a few motion events, as a real hand makes
+            page.mouse.move(target[0] + dx, target[1])
+            time.sleep(0.2)
+        deadline = time.monotonic() + 5
+        while interactive and cursor(appliance) == (1500, 900) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        x, y = cursor(appliance)
+    if interactive:
+        assert abs(x - 480) <= 4 and abs(y - 270) <= 4, (x, y)
+    else:
+        assert (x, y) == (1500, 900), "a view-only live view moved the pointer"
 
 
 def _blocks(rgb: np.ndarray, n: int = 8) -> np.ndarray:

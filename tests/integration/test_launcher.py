@@ -25,7 +25,6 @@ def print_config(checkout: Path, **env: str) -> tuple[dict[str, str], str]:
 def test_a_checkout_the_desktop_user_can_read_runs_the_programs_as_that_user() -> None:
     config, stderr = print_config(ROOT)
     assert config["DESKPILOT_SERVICE_USER"] == "user"
-    assert config["DESKPILOT_SUPERVISOR_USER"] == "root"
     assert "WARNING" not in stderr
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -204,7 +205,7 @@ class Appliance:
         """supervisorctl against this appliance."""
         out = subprocess.run(
             [str(ROOT / ".venv" / "bin" / "supervisorctl"), "-c", str(ROOT / "supervisord.conf"), *args],
-            env={**self.env, "DESKPILOT_SERVICE_USER": "user", "DESKPILOT_SUPERVISOR_USER": "root"},
+            env={**self.env, "DESKPILOT_SERVICE_USER": "user"},
             capture_output=True,
             text=True,
             timeout=30,
@@ -218,6 +219,13 @@ class Appliance:
         """{program: state}, e.g. {"xvfb": "RUNNING"}."""
         rows = [line.split() for line in self.ctl("status").splitlines()]
         return {row[0]: row[1] for row in rows if len(row) > 1}
+
+    @property
+    def service_user(self) -> str:
+        """Who appliance.sh decided runs the services: `user`, or root for a checkout `user` cannot read."""
+        m = re.search(r"services as (\S+),", self.log.read_text(errors="replace"))
+        assert m, f"no launcher line in the log:\n{self.log_tail()}"
+        return m.group(1)
 
     def log_tail(self, lines: int = 60) -> str:
         try:

@@ -70,7 +70,14 @@ def supervisord_programs() -> dict[str, configparser.SectionProxy]:
     return {s.split(":", 1)[1]: parser[s] for s in parser.sections() if s.startswith("program:")}
 
 
-def test_every_program_runs_as_the_service_user_restarts_and_logs_to_stdout() -> None:
+def test_the_session_runs_as_the_desktop_user_the_services_as_the_service_user() -> None:
+    programs = supervisord_programs()
+    for name, p in programs.items():
+        service = name in ("desktop-api", "agent-api", "ui", "xvfb")  # Xvfb attaches the service's SHM
+        assert p["user"] == ("%(ENV_DESKPILOT_SERVICE_USER)s" if service else "%(ENV_DESKPILOT_USER)s"), name
+
+
+def test_every_program_restarts_and_logs_to_stdout() -> None:
     programs = supervisord_programs()
     assert set(programs) == {
         "dbus",
@@ -84,7 +91,6 @@ def test_every_program_runs_as_the_service_user_restarts_and_logs_to_stdout() ->
         "ui",
     }
     for name, p in programs.items():
-        assert p["user"] == "%(ENV_DESKPILOT_SERVICE_USER)s", name
         assert p["autorestart"] == "true", name
         assert (p["stdout_logfile"], p["stdout_logfile_maxbytes"], p["redirect_stderr"]) == (
             "/dev/stdout",
@@ -101,7 +107,7 @@ def test_programs_get_the_session_environment_and_x_clients_wait_for_the_display
         assert key in env
     programs = supervisord_programs()
     for name in ("xfwm4", "xfdesktop", "xfce4-panel", "x11vnc"):
-        assert programs[name]["command"].startswith("%(here)s/scripts/with-x.sh "), name
+        assert programs[name]["command"].startswith("%(ENV_DESKPILOT_RUN_DIR)s/with-x.sh "), name
     assert "-localhost" in programs["x11vnc"]["command"]
     assert "1920x1080x24" in programs["xvfb"]["command"]
     assert "-s 0 -dpms" in programs["xvfb"]["command"]  # no screen saver, no power saving
