@@ -12,7 +12,7 @@ import contextlib
 from http import HTTPStatus
 
 import httpx
-from fastapi import Request, WebSocket
+from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.websockets import WebSocketDisconnect, WebSocketState
@@ -41,6 +41,24 @@ _WS_OWN = _HOP_BY_HOP | {
     "sec-websocket-accept",
     "content-length",
 }
+
+
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def add_proxy_routes(app: FastAPI, state_key: str, *paths: str) -> None:
+    """Route HTTP and WebSocket requests on `paths` to the :class:`Upstream` at ``app.state.<state_key>``
+    (made in the app's lifespan, so the routes look it up per request)."""
+
+    async def http(request: Request) -> Response:
+        return await getattr(request.app.state, state_key).forward_http(request)
+
+    async def websocket(ws: WebSocket) -> None:
+        await getattr(ws.app.state, state_key).forward_websocket(ws)
+
+    for path in paths:
+        app.add_api_route(path, http, methods=METHODS, include_in_schema=False)
+        app.add_api_websocket_route(path, websocket)
 
 
 class Upstream:

@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
-from fastapi import FastAPI, Request, WebSocket
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
@@ -22,7 +22,7 @@ from app import __version__
 from app.config import UISettings
 from app.ui.agent import FILTERS, AgentClient, AgentFailed, AgentUnavailable, statuses_for
 from app.ui.conversation import render_message
-from app.ui.proxy import Upstream
+from app.ui.proxy import Upstream, add_proxy_routes
 
 HERE = Path(__file__).parent
 
@@ -173,24 +173,8 @@ def create_app(settings: UISettings | None = None) -> FastAPI:
 
     # ------------------------------------------------------------------------------------------ proxy
 
-    methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-
-    @app.api_route("/api/{path:path}", methods=methods, include_in_schema=False)
-    async def agent_http(request: Request) -> Response:
-        return await request.app.state.agent_proxy.forward_http(request)
-
-    @app.websocket("/api/{path:path}")
-    async def agent_ws(websocket: WebSocket) -> None:
-        await websocket.app.state.agent_proxy.forward_websocket(websocket)
-
-    @app.api_route("/vnc", methods=methods, include_in_schema=False)
-    @app.api_route("/vnc/{path:path}", methods=methods, include_in_schema=False)
-    async def desktop_http(request: Request) -> Response:
-        return await request.app.state.desktop_proxy.forward_http(request)
-
-    @app.websocket("/vnc/{path:path}")
-    async def desktop_ws(websocket: WebSocket) -> None:
-        await websocket.app.state.desktop_proxy.forward_websocket(websocket)
+    add_proxy_routes(app, "agent_proxy", "/api/{path:path}")
+    add_proxy_routes(app, "desktop_proxy", "/vnc", "/vnc/{path:path}")
 
     @app.get("/tasks", include_in_schema=False)
     def tasks_alias() -> RedirectResponse:
