@@ -186,3 +186,28 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
         assert not llm.errors, llm.errors
         errors.check()
         page.close()
+
+
+def test_a_task_for_review_is_marked_complete_from_its_page(
+    tmp_path, browser: Browser, desktop_url: str, llm: ScriptedLLM
+) -> None:
+    llm.play([tool("set_task_status", status="needs_review", description="Check the draft")])
+    settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url)
+    with (
+        serve_agent(settings) as agent,
+        ServerThread(ui_app(UISettings(agent_url=str(agent.client.base_url), desktop_url=desktop_url))) as ui,
+    ):
+        page: Page = browser.new_page()
+        errors = PageErrors(page)
+        task = agent.create("Draft a reply to the newest email")
+        page.goto(f"{ui.url}/tasks/{task['id']}")
+        expect(page.locator("#task-status .badge")).to_have_text("Needs review", timeout=30_000)
+        expect(page.locator("#conversation .action").last).to_have_text(
+            "set the task to needs review: Check the draft"
+        )
+        expect(page.locator("#reply-label")).to_contain_text("asks for a review")
+        page.click('button[data-action="complete"]')
+        expect(page.locator("#task-status .badge")).to_have_text("Completed")
+        assert agent.task(task["id"])["status"] == "COMPLETED"
+        errors.check()
+        page.close()

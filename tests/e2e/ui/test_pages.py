@@ -377,3 +377,22 @@ def test_firefox_creates_a_task_and_follows_it(stack: Stack) -> None:
         assert ff.errors == []
     finally:
         ff.close()
+
+
+def test_new_task_page_opens_the_task_it_created_and_delete_returns_to_the_list(
+    stack: Stack, page: Page
+) -> None:
+    page.goto(f"{stack.ui}/tasks/new")
+    page.fill("#description", "From the new-task page")
+    page.select_option("#priority", "LOW")
+    page.click("#create")
+    expect(page.locator("h1")).to_have_text("From the new-task page")
+    expect(page.locator("#task-priority .badge")).to_have_text("Low")
+    (task,) = stack.agent.get("/tasks").json()
+    assert page.url.endswith(f"/tasks/{task['id']}")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click('button[data-action="delete"]')
+    page.wait_for_url(f"{stack.ui}/")
+    expect(page.locator("#task-rows")).to_contain_text("No tasks yet")
+    assert stack.agent.get("/tasks").json() == []
