@@ -282,11 +282,15 @@ def parse_action(body: Any) -> Action:
     if not isinstance(name, str) or name not in ACTION_MODELS:
         raise InvalidAction(_unknown_action(name))
     model = ACTION_MODELS[name]
-    _reject_look_alikes(name, model, body)
     try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise InvalidAction(f"{name}: " + _describe(exc)) from None
+        _reject_look_alikes(name, model, body)
+        try:
+            return model.model_validate(body)
+        except ValidationError as exc:
+            raise InvalidAction(f"{name}: " + _describe(exc)) from None
+    except InvalidAction as exc:
+        exc.file_action = name in FILE_ACTIONS  # their failure bodies repeat the error as `message`
+        raise
 
 
 def parse_action_json(raw: bytes) -> Action:

@@ -22,6 +22,7 @@ from app import __version__
 from app.config import DesktopSettings
 from app.desktop import actions, vnc
 from app.desktop.controller import DesktopController
+from app.desktop.mcp import MCPEndpoint
 from app.errors import DesktopError, desktop_error_body, desktop_error_headers
 
 HealthProbe = Callable[[], bool | Any]  # sync or async, returns True when healthy
@@ -54,11 +55,14 @@ def _json(body: dict, status: int = 200, headers: dict[str, str] | None = None) 
 def create_app(
     settings: DesktopSettings | None = None, controller: DesktopController | None = None
 ) -> FastAPI:
+    settings = settings or DesktopSettings()
     controller = controller or DesktopController(settings)
+    mcp = MCPEndpoint(controller, settings.mcp_allowed_hosts)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        yield
+        async with mcp.lifespan():
+            yield
         controller.close()
 
     app = FastAPI(
@@ -124,5 +128,6 @@ def create_app(
         return app.openapi_schema
 
     app.openapi = openapi
+    app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (app/desktop/mcp.py)
     vnc.install(app, settings)  # /vnc live view; keep it after the other routes
     return app

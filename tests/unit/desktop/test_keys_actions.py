@@ -121,6 +121,18 @@ def test_invalid_requests_are_rejected_with_the_fix(body: object, fragment: str)
     assert fragment in exc.value.message
 
 
+def test_file_action_errors_carry_the_message_field() -> None:
+    from app.errors import desktop_error_body
+
+    with pytest.raises(InvalidAction) as exc:
+        actions.parse_action({"action": "read_file"})
+    body = desktop_error_body(exc.value)
+    assert body["message"] == body["error"] and "path" in body["error"]
+    with pytest.raises(InvalidAction) as exc:
+        actions.parse_action({"action": "wait"})
+    assert "message" not in desktop_error_body(exc.value)
+
+
 def test_valid_requests_parse_and_extra_fields_are_ignored() -> None:
     a = actions.parse_action({"action": "click_mouse", "button": "left", "clickCount": 2, "whatever": 1})
     assert isinstance(a, actions.ClickMouse) and a.coordinates is None

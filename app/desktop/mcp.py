@@ -1,0 +1,149 @@
+"""The desktop actions as MCP tools (official SDK 2.x), served at ``/mcp``.
+
+Tools are generated from the same pydantic models as ``POST /computer-use`` (``actions.ACTION_MODELS``)
+and run through the same ``DesktopController``: an argument error or a failed action comes back as
+``isError: true`` with exactly the message the HTTP API gives.
+
+Transports, both on ``/mcp`` so a client configured as ``{type: "sse", url: ".../mcp"}`` works unchanged:
+
+- SSE: ``GET /mcp`` opens the event stream, messages are POSTed to ``/mcp/messages/?session_id=...``;
+- streamable HTTP: ``POST /mcp`` (and ``GET``/``DELETE`` with an ``Mcp-Session-Id`` header).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pybase64
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import (
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+)
+from mcp.types import Tool as MCPTool
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import Receive, Scope, Send
+
+from app.desktop.actions import parse_action
+from app.desktop.controller import DesktopController, Outcome
+from app.desktop.toolspec import TOOLS, ToolSpec
+from app.errors import DesktopError
+
+INSTRUCTIONS = (
+    "Tools that drive a real 1920x1080 Linux desktop: look with computer_screenshot, act with the mouse and "
+    "keyboard tools, switch programs with computer_application, move files with computer_write_file and "
+    "computer_read_file. Coordinates are screen pixels, origin at the top-left corner."
+)
+LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+
+
+class DesktopMCP(MCPServer):
+    """An MCPServer whose tool table is the desktop's action models (one source for HTTP and MCP)."""
+
+    def __init__(self, controller: DesktopController) -> None:
+        super().__init__("deskpilot-desktop", instructions=INSTRUCTIONS)
+        self.controller = controller
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [
+            MCPTool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema)
+            for t in TOOLS.values()
+        ]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:
+        spec = TOOLS.get(name)
+        if spec is None:
+            raise ToolError(f"unknown tool {name!r}; available: {', '.join(TOOLS)}")
+        try:
+            action = parse_action({**arguments, "action": spec.action})
+            outcome = await self.controller.perform(action)
+        except DesktopError as exc:
+            # ToolError's text reaches the client verbatim as an isError result: the HTTP API's message.
+            raise ToolError(exc.message) from None
+        return to_result(spec, outcome)
+
+
+def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
+    """Image content for screenshots, structured x/y for the cursor, an embedded blob for a file read."""
+    if outcome.image is not None:
+        image = outcome.image
+        return CallToolResult(
+            content=[
+                ImageContent(data=pybase64.b64encode_as_string(image.data), mime_type=image.media_type),
+            ]
+        )
+    if outcome.position is not None:
+        x, y = outcome.position
+        text = TextContent(text=f"The pointer is at x={x}, y={y}.")
+        return CallToolResult(content=[text], structured_content={"x": x, "y": y})
+    if outcome.file is not None:
+        f = outcome.file
+        blob = BlobResourceContents(
+            uri=Path(f.path).as_uri(), mime_type=f.media_type, blob=pybase64.b64encode_as_string(f.data)
+        )
+        return CallToolResult(
+            content=[
+                TextContent(text=f"{f.name}: {f.size} bytes, {f.media_type}"),
+                EmbeddedResource(resource=blob),
+            ]
+        )
+    return CallToolResult(content=[TextContent(text=outcome.message or f"{spec.action} done.")])
+
+
+def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
+    """Host-header (DNS rebinding) protection: loopback plus the configured hosts; ``*`` turns it off.
+
+    Behind a container port mapping or an ingress the Host header is the public name, so those names
+    must be listed (DESKTOP_MCP_ALLOWED_HOSTS) or the check disabled.
+    """
+    if "*" in allowed_hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    hosts = [*LOCAL_HOSTS]
+    for h in allowed_hosts:
+        hosts += [h] if ":" in h else [h, f"{h}:*"]
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class MCPEndpoint:
+    """The routes and lifespan of ``/mcp``, to add to the desktop FastAPI app."""
+
+    def __init__(self, controller: DesktopController, allowed_hosts: list[str]) -> None:
+        self.server = DesktopMCP(controller)
+        security = transport_security(allowed_hosts)
+        self._streamable = self.server.streamable_http_app(
+            streamable_http_path="/mcp", transport_security=security
+        )
+        self._sse = self.server.sse_app(
+            sse_path="/mcp", message_path="/mcp/messages/", transport_security=security
+        )
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        messages = next(r for r in self._sse.routes if isinstance(r, Mount))
+        # `self` is an ASGI callable (not a function), so Starlette hands it the raw scope.
+        return [Route("/mcp", endpoint=self, methods=["GET", "POST", "DELETE"]), messages]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # A GET without a session id is a legacy SSE client opening its stream; everything else
+        # (POST, DELETE, a streamable-HTTP client's GET with Mcp-Session-Id) is streamable HTTP.
+        headers = dict(scope["headers"])
+        legacy_sse = scope["method"] == "GET" and b"mcp-session-id" not in headers
+        await (self._sse if legacy_sse else self._streamable)(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """The streamable-HTTP session manager must run for the app's lifetime (a mounted app's own
+        lifespan would not be run)."""
+        async with self.server.session_manager.run():
+            yield
