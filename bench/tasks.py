@@ -151,7 +151,7 @@ def _start_latencies(url: str, n: int, event_driven: bool) -> list[float]:
 
 def bench_start(url: str, baseline_url: str) -> dict:
     fast = _start_latencies(url, 20 if QUICK else 50, event_driven=True)
-    slow = _start_latencies(baseline_url, 2 if QUICK else 4, event_driven=False)
+    slow = _start_latencies(baseline_url, 2 if QUICK else 6, event_driven=False)
     return {
         "start_p50_ms": ms(fast),
         "start_max_ms": max(fast) * 1000,
