@@ -1,5 +1,5 @@
-"""Agent-loop fixtures, one each per session: the desktop service on the test Xvfb, the scripted LLM, and a
-real LiteLLM proxy in front of it."""
+"""Agent-loop fixtures, one each per session: a display and the desktop service on it, the scripted LLM,
+and a real LiteLLM proxy in front of it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from app.config import DesktopSettings
 from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
 from tests.fakes.llm_server import ScriptedLLM
 from tests.support.net import ServerThread
-from tests.support.xvfb import Display
+from tests.support.xvfb import Display, start_window_manager, start_xvfb
 
 
 @pytest.fixture(scope="session")
@@ -35,9 +35,21 @@ def llm_proxy(scripted_server: ScriptedLLM) -> Iterator[LiteLLMProxy]:
 
 
 @pytest.fixture(scope="session")
-def desktop_url(display: Display) -> Iterator[str]:
-    """The real desktop service on the session's Xvfb, over real HTTP."""
+def loop_display() -> Iterator[Display]:
+    """An Xvfb + xfwm4 of these tests' own: the programs the agent opens (a terminal ...) stay off the
+    display the desktop-service tests use, and die with this display at the end."""
+    d = start_xvfb()
+    try:
+        start_window_manager(d)
+        yield d
+    finally:
+        d.stop()
+
+
+@pytest.fixture(scope="session")
+def desktop_url(loop_display: Display) -> Iterator[str]:
+    """The real desktop service on that Xvfb, over real HTTP."""
     from app.desktop.api import create_app
 
-    with ServerThread(create_app(DesktopSettings(display=display.name))) as server:
+    with ServerThread(create_app(DesktopSettings(display=loop_display.name))) as server:
         yield server.url
