@@ -4,10 +4,11 @@
 # the same thing. Every setting is an environment variable with a default (README, "Environment").
 #
 # The user/permissions trap: the desktop session (Xfce, x11vnc) always runs as the desktop user; the three
-# services (and Xvfb) run as that user too, so it must be able to read the code and execute the venv. That holds in the
-# image (/opt/deskpilot) and for any checkout under /opt, /srv, /work or a 0755 home. A checkout under /root
-# (0700) is not readable by it: then the services and Xvfb run as root, and this script says so on stderr.
-# It checks by importing the package as that user, not by guessing from modes.
+# services (and Xvfb) run as that user too, so it must be able to read the code and execute the venv. That
+# holds in the image (/opt/deskpilot) and for any checkout under /opt, /srv, /work or a 0755 home. A checkout
+# under /root (0700) is not readable by it: then the services and Xvfb run as root (Xvfb must attach the
+# desktop service's MIT-SHM segments), and this script says so on stderr. It checks by importing the package
+# as that user, not by guessing from file modes.
 #   scripts/appliance.sh                 start (exec supervisord)
 #   scripts/appliance.sh --print-config  print the resolved settings and who would run the programs, then exit
 set -euo pipefail
@@ -34,7 +35,7 @@ if ! getent passwd "$DESKPILOT_USER" >/dev/null; then
 fi
 export DESKPILOT_HOME=${DESKPILOT_HOME:-$(getent passwd "$DESKPILOT_USER" | cut -d: -f6)}
 
-# Who runs the programs. supervisord can only switch users when it runs as root.
+# Who runs the services. supervisord can only switch users when it runs as root.
 if [[ $(id -u) -ne 0 ]]; then
   log "run me as root (sudo make run): supervisord starts the programs as '$DESKPILOT_USER' itself"
   exit 1
@@ -73,6 +74,7 @@ while read -r f mode; do
   install -m "$mode" "${desktop_user[@]}" "$skel/$f" "$DESKPILOT_HOME/$f"
 done < <(cd "$skel" && find . -type f -printf '%P %m\n')
 
-log "display $DESKPILOT_DISPLAY, desktop :$DESKTOP_PORT (live view /vnc), agent :$AGENT_PORT, UI :$UI_PORT" \
-  "on $DESKPILOT_HOST; session runs as $DESKPILOT_USER, services as $DESKPILOT_SERVICE_USER, home $DESKPILOT_HOME"
+log "display $DESKPILOT_DISPLAY, desktop :$DESKTOP_PORT (live view /vnc), agent :$AGENT_PORT," \
+  "UI :$UI_PORT on $DESKPILOT_HOST; session runs as $DESKPILOT_USER, services as $DESKPILOT_SERVICE_USER," \
+  "home $DESKPILOT_HOME"
 exec "$DESKPILOT_VENV/bin/supervisord" -c "$here/supervisord.conf"
