@@ -108,6 +108,8 @@ class UISettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="UI_", extra="ignore")
 
+    host: str = "0.0.0.0"
     port: int = 9992
-    agent_url: str = "http://127.0.0.1:9991"
-    desktop_url: str = "http://127.0.0.1:9990"
+    agent_url: str = "http://127.0.0.1:9991"  # proxied at /api, WebSocket events at /api/ws
+    desktop_url: str = "http://127.0.0.1:9990"  # its /vnc (noVNC + WebSocket bridge) is proxied as is
+    page_size: int = 50  # tasks per page of the task list

@@ -1,0 +1,12 @@
+"""`python -m app.ui`: serve the web UI on UI_HOST:UI_PORT (default 0.0.0.0:9992)."""
+
+from __future__ import annotations
+
+import uvicorn
+
+from app.config import UISettings
+from app.ui.server import create_app
+
+if __name__ == "__main__":
+    settings = UISettings()
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, proxy_headers=True)

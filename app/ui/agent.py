@@ -1,0 +1,94 @@
+"""The few agent-service reads the UI server needs to render a page before any JavaScript runs."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+
+class AgentUnavailable(Exception):
+    """The agent service did not answer (down, wrong UI_AGENT_URL, time-out)."""
+
+    def __init__(self, base_url: str, error: Exception) -> None:
+        super().__init__(f"The agent service at {base_url} is not reachable ({type(error).__name__}).")
+        self.base_url = base_url
+
+
+class AgentFailed(Exception):
+    """The agent answered with an error body ``{statusCode, message, error}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    @property
+    def reason(self) -> str:
+        try:
+            return HTTPStatus(self.status).phrase
+        except ValueError:
+            return "Error"
+
+
+# The status tabs of the task list: (key, label, statuses sent to the agent).
+FILTERS: list[tuple[str, str, list[str]]] = [
+    ("all", "All", []),
+    ("active", "Active", ["PENDING", "IN_PROGRESS", "NEEDS_HELP", "NEEDS_REVIEW"]),
+    ("attention", "Needs you", ["NEEDS_HELP", "NEEDS_REVIEW"]),
+    ("completed", "Completed", ["COMPLETED"]),
+    ("failed", "Failed / cancelled", ["FAILED", "CANCELLED"]),
+]
+
+
+def statuses_for(filter_key: str) -> list[str]:
+    for key, _label, statuses in FILTERS:
+        if key == filter_key:
+            return statuses
+    return []
+
+
+class AgentClient:
+    def __init__(self, base_url: str, client: httpx.AsyncClient) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+
+    async def _get(self, path: str, params: dict | None = None) -> httpx.Response:
+        try:
+            r = await self.client.get(self.base_url + path, params=params)
+        except httpx.HTTPError as e:
+            raise AgentUnavailable(self.base_url, e) from e
+        if r.status_code >= 400:
+            try:
+                message = r.json().get("message") or r.text
+            except ValueError:
+                message = r.text
+            raise AgentFailed(r.status_code, str(message))
+        return r
+
+    async def list_tasks(self, statuses: list[str], limit: int, offset: int) -> tuple[list[dict], int]:
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if statuses:
+            params["statuses"] = ",".join(statuses)
+        r = await self._get("/tasks", params)
+        tasks = r.json()
+        total = int(r.headers.get("x-total-count", len(tasks)))
+        return tasks, total
+
+    async def get_task(self, task_id: str) -> dict:
+        return (await self._get(f"/tasks/{quote(task_id, safe='')}")).json()
+
+    async def messages(self, task_id: str, offset: int, page: int = 500) -> list[dict]:
+        """Every message from ``offset`` on, oldest first (the agent pages them)."""
+        out: list[dict] = []
+        while True:
+            params = {"offset": offset + len(out), "limit": page}
+            batch = (await self._get(f"/tasks/{quote(task_id, safe='')}/messages", params)).json()
+            out += batch
+            if len(batch) < page:
+                return out
+
+    async def models(self) -> list[dict]:
+        return (await self._get("/tasks/models")).json()

@@ -1,0 +1,26 @@
+"""x11vnc on a test display, on localhost at a free port (as supervisord runs it in the appliance)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+
+from tests.support.net import free_port
+from tests.support.xvfb import Display
+
+
+def start_x11vnc(display: Display, timeout: float = 10) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    argv = ["x11vnc", "-display", display.name, "-localhost", "-rfbport", str(port)]
+    proc = display.spawn([*argv, "-forever", "-shared", "-nopw", "-quiet", "-noxdamage"])
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("x11vnc did not start") from None
+            time.sleep(0.05)
