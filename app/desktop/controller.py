@@ -43,6 +43,8 @@ SCRATCH_DRAIN_S = 0.3
 DRAG_STEP_S = 0.005  # pause between drag points, so WMs and toolkits see a real drag
 PASTE_FETCH_TIMEOUT_S = 2.0
 PASTE_SETTLE_S = 0.03
+# how long a click with holdKeys waits for the window manager to let it through before the keys go up
+HELD_CLICK_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,13 +221,33 @@ class DesktopController:
 
     async def click_mouse(self, a: A.ClickMouse) -> Outcome:
         async with self._input(a.holdKeys) as x:
-            self._tap(x, a.coordinates, BUTTONS[a.button], a.clickCount)
+            await self._tap_held(x, a.coordinates, BUTTONS[a.button], a.clickCount, bool(a.holdKeys))
         return Outcome()
 
     async def scroll(self, a: A.Scroll) -> Outcome:
         async with self._input(a.holdKeys) as x:
-            self._tap(x, a.coordinates, SCROLL_BUTTONS[a.direction], a.scrollCount)
+            await self._tap_held(
+                x, a.coordinates, SCROLL_BUTTONS[a.direction], a.scrollCount, bool(a.holdKeys)
+            )
         return Outcome()
+
+    async def _tap_held(
+        self, x: XConnection, where: A.Coordinates | None, button: int, count: int, held: bool
+    ) -> None:
+        """``_tap``; with keys held, keep them down until the window manager has let the clicks through.
+
+        xfwm4 (click-to-focus) holds a synchronous passive grab on the buttons of client windows: a click
+        is frozen until the WM has processed it and replays it. Key events are not frozen, so releasing the
+        held keys right away would let the click reach the application after the release, without the
+        modifier (a shift-click became a plain click when the WM was slow). Without held keys nothing
+        waits (the click fast path). A pointer grabbed for good by a client (an open menu) costs a held click
+        the bounded wait; waiting only when the pointer was free before the click is not enough, since
+        the previous click may itself still be frozen.
+        """
+        self._tap(x, where, button, count)
+        if held:
+            x.sync()
+            await self._poll(lambda: not x.pointer_grabbed(), HELD_CLICK_TIMEOUT_S, interval=0.002)
 
     async def press_mouse(self, a: A.PressMouse) -> Outcome:
         async with self._input() as x:

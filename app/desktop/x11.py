@@ -99,6 +99,18 @@ class XConnection:
         p = self.root.query_pointer()
         return p.root_x, p.root_y
 
+    def pointer_grabbed(self) -> bool:
+        """True while another client holds the pointer, e.g. xfwm4's passive grab on Button1 that freezes a
+        click until the WM has handled it and replays it (two round trips; a free pointer is grabbed by us
+        for an instant, which sends the window under it a NotifyGrab/NotifyUngrab crossing pair)."""
+        status = self.root.grab_pointer(
+            False, 0, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime
+        )
+        if status == X.GrabSuccess:
+            self.d.ungrab_pointer(X.CurrentTime)
+            return False
+        return True
+
     # ------------------------------------------------------------------ XTest input
     def move(self, x: int, y: int) -> None:
         xtest.fake_input(self.d, X.MotionNotify, x=x, y=y)

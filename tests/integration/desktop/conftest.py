@@ -207,8 +207,16 @@ def probe(desktop: Desktop, tmp_path: Path) -> Iterator[Callable[..., Probe]]:
 
 
 def focus(desktop: Desktop, p: Probe) -> None:
+    """Click the probe and wait until the click has reached it and it has the keyboard focus.
+
+    A new probe usually reports the focus before the click (xfwm4 focuses new windows), so waiting on
+    ``focus`` alone returned while xfwm4's passive button grab still held the click back; keys typed next
+    then raced the WM's handling of the click. The click showing up in ``buttons`` means the WM let it
+    through.
+    """
+    clicks = len(p.state().get("buttons", []))
     desktop.act(action="click_mouse", coordinates=p.center, button="left", clickCount=1)
-    p.wait(lambda s: s.get("focus"), what="probe focus")
+    p.wait(lambda s: s.get("focus") and len(s.get("buttons", [])) > clicks, what="the click and the focus")
 
 
 def map_input_window(desktop: Desktop, x: int, y: int, w: int, h: int):

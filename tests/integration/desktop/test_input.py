@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 
 from Xlib import X
@@ -59,6 +62,34 @@ def test_click_with_hold_keys_extends_the_selection(desktop: Desktop, probe) -> 
         clickCount=1,
         holdKeys=["shift"],
     )
+    sel = p.wait(lambda s: s["sel"], what="shift-click selection")["sel"]
+    assert sel.startswith("0123") and len(sel) >= 8
+
+
+def test_click_with_hold_keys_keeps_them_down_while_the_window_manager_holds_the_click(
+    desktop: Desktop, probe
+) -> None:
+    """xfwm4 freezes every click on a client window (a passive grab) until it has handled it; a slow WM
+    must not turn a shift-click into a plain click. Stopping xfwm4 for a moment makes it slow on purpose."""
+    p = probe(text="0123456789abcdefghij")
+    focus(desktop, p)
+    y = p.y + 30
+    wm = desktop.display.children[0]  # xfwm4, started with the display
+    os.kill(wm.pid, signal.SIGSTOP)
+    resume = threading.Timer(0.3, os.kill, (wm.pid, signal.SIGCONT))
+    resume.start()
+    try:
+        desktop.act(action="click_mouse", coordinates={"x": p.x + 22, "y": y}, button="left", clickCount=1)
+        desktop.act(
+            action="click_mouse",
+            coordinates={"x": p.x + 22 + 11 * 10, "y": y},
+            button="left",
+            clickCount=1,
+            holdKeys=["shift"],
+        )
+    finally:
+        resume.join()
+        os.kill(wm.pid, signal.SIGCONT)
     sel = p.wait(lambda s: s["sel"], what="shift-click selection")["sel"]
     assert sel.startswith("0123") and len(sel) >= 8
 
