@@ -39,6 +39,7 @@ from app.agent.store import Store  # noqa: E402
 from app.config import AgentSettings  # noqa: E402
 from tests.support.net import ServerThread, free_port  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
+from tests.support.timing import timed  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 
@@ -52,21 +53,10 @@ def settings(url: str, **kw) -> AgentSettings:
     return AgentSettings(**{**base, **kw})
 
 
-def timed(fn, n: int, warmup: int = 20) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
-
-
 def bench_create(url: str) -> dict:
     n = 100 if QUICK else 400
     with ServerThread(create_app(settings(url))) as srv, httpx.Client(base_url=srv.url) as c:
-        health = timed(lambda: c.get("/health").raise_for_status(), n)
+        health = timed(lambda: c.get("/health").raise_for_status(), n, warmup=20)
         create = timed(
             lambda: c.post("/tasks", json={"description": "open the browser"}).raise_for_status(), n
         )
@@ -112,7 +102,7 @@ def bench_list(url: str) -> dict:
     n = 50 if QUICK else 200
     with ServerThread(create_app(settings(url))) as srv, httpx.Client(base_url=srv.url) as c:
         assert c.get("/tasks").headers["x-total-count"] == "10000"
-        listed = timed(lambda: c.get("/tasks", params={"limit": 100}).raise_for_status(), n)
+        listed = timed(lambda: c.get("/tasks", params={"limit": 100}).raise_for_status(), n, warmup=20)
     naive = asyncio.run(_naive_list(url, 10 if QUICK else 20))
     return {"list_p50_ms": ms(listed), "naive_list_p50_ms": ms(naive)}
 

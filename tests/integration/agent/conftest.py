@@ -85,16 +85,3 @@ def with_store(db_url: str, fn: Callable):
             await store.close()
 
     return run(go())
-
-
-def wait_until(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)

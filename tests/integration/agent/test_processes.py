@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from app.agent.store import Store
-from tests.integration.agent.conftest import run, wait_until, with_store
+from tests.integration.agent.conftest import run, with_store
+from tests.support.timing import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 

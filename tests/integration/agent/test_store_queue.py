@@ -32,6 +32,10 @@ def test_transition_table_matches_design() -> None:
     assert {(a.value, b.value) for a, nexts in TRANSITIONS.items() for b in nexts} == ALLOWED
 
 
+async def _sleep_until(when) -> None:
+    await asyncio.sleep(max(0.0, (when - utcnow()).total_seconds()) + 0.02)
+
+
 async def _store(db_url: str) -> Store:
     return await Store.open(db_url)
 
@@ -112,9 +116,9 @@ async def test_claim_order_is_priority_then_age_and_waits_for_schedules(db_url: 
 async def test_scheduled_task_becomes_claimable_when_due(db_url: str) -> None:
     store = await _store(db_url)
     try:
-        t = await store.create_task("soon", scheduled_for=utcnow() + timedelta(seconds=0.4))
+        t = await store.create_task("soon", scheduled_for=utcnow() + timedelta(seconds=1))
         assert await store.claim_next("w", 60) is None
-        await asyncio.sleep(0.45)
+        await _sleep_until(t.scheduled_for)
         claimed = await store.claim_next("w", 60)
         assert claimed is not None and claimed.id == t.id and claimed.executed_at is not None
     finally:
@@ -125,15 +129,15 @@ async def test_expired_lease_is_reclaimed_before_pending_work(db_url: str) -> No
     store = await _store(db_url)
     try:
         first = await store.create_task("first", priority="LOW")
-        claimed = await store.claim_next("dead-worker", 0.3)
+        claimed = await store.claim_next("dead-worker", 2)
         assert claimed.id == first.id and claimed.lease_owner == "dead-worker"
         urgent = await store.create_task("urgent", priority="URGENT")
         got = await store.claim_next("live-worker", 60)
         assert got.id == urgent.id  # the first one's lease is still valid
         await store.update_task(urgent.id, status="COMPLETED")
         assert await store.claim_next("live-worker", 60) is None
-        assert await store.heartbeat(first.id, "dead-worker", 0.3)  # a live worker keeps it
-        await asyncio.sleep(0.35)
+        assert await store.heartbeat(first.id, "dead-worker", 0.5)  # a live worker keeps it
+        await _sleep_until((await store.get_task(first.id)).lease_expires_at)
         got = await store.claim_next("live-worker", 60)
         assert (
             got.id == first.id and got.lease_owner == "live-worker" and got.executed_at == claimed.executed_at

@@ -12,8 +12,9 @@ import pytest
 
 from app.agent.models import TaskStatus
 from app.agent.queue import TaskContext
-from tests.integration.agent.conftest import serve, wait_until
+from tests.integration.agent.conftest import serve
 from tests.support.net import ServerThread
+from tests.support.timing import wait_until
 
 DESKTOP = Path("/home/user/Desktop")
 

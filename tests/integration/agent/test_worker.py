@@ -11,8 +11,9 @@ import pytest
 
 from app.agent.llm import NO_PROVIDER_MESSAGE
 from app.agent.queue import UNAVAILABLE, load_executor
-from tests.integration.agent.conftest import serve, wait_until
+from tests.integration.agent.conftest import serve
 from tests.integration.agent.executors import ScriptedExecutor
+from tests.support.timing import wait_until
 
 
 def status(api: httpx.Client, task_id: str) -> str:
@@ -68,7 +69,7 @@ def test_new_task_starts_at_once_when_the_desktop_is_idle(agent: httpx.Client, s
     t0 = time.monotonic()
     task_id = post(agent, "block")
     wait_until(lambda: task_id in scripted.started(), 2, interval=0.002)
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 3.0  # far below poll_seconds=60: started on the event (bench: ~20 ms)
     got = agent.get("/tasks/in-progress").json()
     assert got["id"] == task_id and got["status"] == "IN_PROGRESS"
 
@@ -128,7 +129,7 @@ def test_takeover_pauses_the_agent_until_resume(agent: httpx.Client, scripted) -
     task_id = post(agent, "block")
     wait_until(lambda: scripted.events(task_id).count("step") >= 2)
     assert agent.post(f"/tasks/{task_id}/takeover").json()["control"] == "USER"
-    time.sleep(0.05)  # a step already past wait_for_control may finish
+    time.sleep(0.2)  # a step already past wait_for_control may finish
     paused_at = scripted.events(task_id).count("step")
     time.sleep(0.3)
     assert scripted.events(task_id).count("step") == paused_at
@@ -165,5 +166,5 @@ def test_scheduled_task_starts_when_due_not_before(agent: httpx.Client, scripted
     later = post(agent, "complete", scheduledFor=(due + timedelta(hours=1)).isoformat())
     wait_until(lambda: status(agent, task_id) == "COMPLETED", 5)
     executed = datetime.fromisoformat(agent.get(f"/tasks/{task_id}").json()["executedAt"])
-    assert due - timedelta(milliseconds=5) <= executed < due + timedelta(seconds=1)
+    assert due - timedelta(milliseconds=5) <= executed < due + timedelta(seconds=3)
     assert status(agent, later) == "PENDING"
