@@ -90,13 +90,18 @@ class Firefox:
         return None if value is None else json.loads(value)
 
     def wait_for(self, expression: str, timeout: float = 15):
+        """Poll until `expression` is truthy; a script error (page not there yet) counts as "not yet"."""
         deadline = time.monotonic() + timeout
+        last: object = None
         while True:
-            value = self.js(expression)
+            try:
+                value = self.js(expression)
+            except AssertionError as e:
+                value, last = None, e
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {expression}")
+                raise AssertionError(f"timed out waiting for {expression} (last: {last!r})")
             time.sleep(0.1)
 
     def close(self) -> None:
