@@ -6,6 +6,7 @@ Run with ``uvicorn --factory app.agent.api:create_app --port 9991``.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -208,10 +209,11 @@ def create_app(
         """Tasks newest first; `X-Total-Count` is the number matching the filter."""
         wanted: set[str] = {status} if status else set()
         for item in statuses or []:
-            for v in filter(None, (x.strip() for x in item.split(","))):
-                if v not in TaskStatus.__members__:
-                    raise BadRequest(f"statuses: unknown status {v!r}; one of {', '.join(TaskStatus)}")
-                wanted.add(v)
+            # the documented pattern, so an empty or malformed list is refused rather than ignored
+            if not re.fullmatch(STATUSES_PATTERN, item):
+                bad = next((v for v in item.split(",") if v not in TaskStatus.__members__), item)
+                raise BadRequest(f"statuses: unknown status {bad!r}; one of {', '.join(TaskStatus)}")
+            wanted.update(item.split(","))
         tasks, total = await _agent(request).store.list_tasks(wanted or None, limit, offset)
         return _json([task_json(t) for t in tasks], headers={"X-Total-Count": str(total)})
 

@@ -207,6 +207,8 @@ def test_list_tasks_newest_first_with_filters_and_total(api: httpx.Client, db_ur
     [
         ({"status": "DONE"}, "status:"),
         ({"statuses": "PENDING,DONE"}, "statuses: unknown status 'DONE'"),
+        ({"statuses": ""}, "statuses: unknown status ''"),
+        ({"statuses": "PENDING,,FAILED"}, "statuses: unknown status ''"),
         ({"limit": 0}, "limit:"),
         ({"limit": 1001}, "limit:"),
         ({"offset": -1}, "offset:"),
