@@ -33,23 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.config import DesktopSettings
 from app.desktop.controller import DesktopController
 from tests.support.net import free_port, wait_http
+from tests.support.timing import timed
 from tests.support.xvfb import start_window_manager, start_xvfb
 
 
 def pct(samples: list[float], q: float) -> float:
     s = sorted(samples)
     return s[min(len(s) - 1, round(q * (len(s) - 1)))] * 1000
-
-
-def timed(fn, n: int, warmup: int = 5) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
 
 
 def row(name: str, samples: list[float], target: str = "") -> float:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.xvfb import Display, start_window_manager, start_xvfb
+from tests.support.xvfb import Display, managed_display
 
 
 @pytest.fixture(scope="session")
@@ -17,9 +17,5 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session")
 def display() -> Iterator[Display]:
     """A 1920x1080x24 Xvfb on a free display number, managed by xfwm4; torn down after the session."""
-    d = start_xvfb()
-    try:
-        start_window_manager(d)
+    with managed_display() as d:
         yield d
-    finally:
-        d.stop()

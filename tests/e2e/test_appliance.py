@@ -28,18 +28,10 @@ from PIL import Image
 from playwright.sync_api import Page, sync_playwright
 
 from tests.support.appliance import PROGRAMS, ROOT, Appliance
+from tests.support.browser import launch_chromium
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # identifier -> the window class its application maps (WM_CLASS instance.class, compared case-insensitively)
 WINDOW_CLASSES = {
     "browser": "navigator.firefox-esr",
@@ -56,7 +48,7 @@ LAUNCHERS = sorted((ROOT / "rootfs" / "home" / "user" / "Desktop").glob("*.deskt
 def live_view(appliance: Appliance, query: str = "") -> Iterator[Page]:
     """/vnc in headless Debian Chromium, connected; uncaught JavaScript errors fail the test."""
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = launch_chromium(pw)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             errors: list[str] = []

@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +94,17 @@ def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24) -> Displa
             raise RuntimeError(f"Xvfb {name} did not come up")
         time.sleep(0.01)
     return Display(name=name, xvfb=proc)
+
+
+@contextmanager
+def managed_display() -> Iterator[Display]:
+    """A private Xvfb with xfwm4 for the duration of the block; every program started on it dies with it."""
+    d = start_xvfb()
+    try:
+        start_window_manager(d)
+        yield d
+    finally:
+        d.stop()
 
 
 def start_window_manager(display: Display) -> subprocess.Popen:

@@ -16,7 +16,7 @@ from app.desktop.api import create_app as desktop_app
 from tests.support.browser import launch_chromium
 from tests.support.net import ServerThread
 from tests.support.vnc import start_x11vnc
-from tests.support.xvfb import Display, start_window_manager, start_xvfb
+from tests.support.xvfb import Display, managed_display
 
 
 @pytest.fixture(scope="package")
@@ -29,12 +29,8 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture(scope="package")
 def ui_display() -> Iterator[Display]:
-    d = start_xvfb()
-    try:
-        start_window_manager(d)
+    with managed_display() as d:
         yield d
-    finally:
-        d.stop()
 
 
 @pytest.fixture(scope="package")

@@ -11,7 +11,7 @@ from app.config import DesktopSettings
 from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
 from tests.fakes.llm_server import ScriptedLLM
 from tests.support.net import ServerThread
-from tests.support.xvfb import Display, start_window_manager, start_xvfb
+from tests.support.xvfb import Display, managed_display
 
 
 @pytest.fixture(scope="session")
@@ -38,12 +38,8 @@ def llm_proxy(scripted_server: ScriptedLLM) -> Iterator[LiteLLMProxy]:
 def loop_display() -> Iterator[Display]:
     """An Xvfb + xfwm4 of these tests' own: the programs the agent opens (a terminal ...) stay off the
     display the desktop-service tests use, and die with this display at the end."""
-    d = start_xvfb()
-    try:
-        start_window_manager(d)
+    with managed_display() as d:
         yield d
-    finally:
-        d.stop()
 
 
 @pytest.fixture(scope="session")

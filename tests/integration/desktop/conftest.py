@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from app.config import DesktopSettings
 from app.desktop.api import create_app
 from app.desktop.controller import DesktopController
 from tests.support.net import ServerThread
+from tests.support.timing import wait_until
 from tests.support.xvfb import Display
 
 PROBE = Path(__file__).with_name("probe_tk.py")
@@ -34,14 +34,7 @@ MAX_FILE_BYTES = 1 << 20
 
 
 def wait_for(predicate: Callable[[], object], timeout: float = 10, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
+    return wait_until(predicate, timeout, what=what)
 
 
 def stop_process(proc: subprocess.Popen) -> None:
