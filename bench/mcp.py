@@ -86,7 +86,7 @@ def main() -> None:
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--factory", "app.desktop.api:create_app",
              "--port", str(port), "--log-level", "warning"],
-            cwd=ROOT, env=env,
+            cwd=ROOT, env=env, start_new_session=True,  # its own group, so display.stop() ends it
         )  # fmt: skip
         display.children.append(server)
         url = f"http://127.0.0.1:{port}"

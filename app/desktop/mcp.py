@@ -29,6 +29,7 @@ from mcp.types import (
     TextContent,
 )
 from mcp.types import Tool as MCPTool
+from sse_starlette.event import ServerSentEvent
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
@@ -43,6 +44,24 @@ INSTRUCTIONS = (
     "computer_read_file. Coordinates are screen pixels, origin at the top-left corner."
 )
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+
+
+class _LineBreaks:
+    """sse-starlette splits every event's data on line breaks with a regex: ~9 ms for the 1.3 MB event of
+    one screenshot, most of the SSE transport's cost. JSON-RPC messages are a single line, so look for a
+    line break with ``str.__contains__`` first (~0.1 ms); the result is the same either way."""
+
+    _regex = ServerSentEvent._LINE_SEP_EXPR
+
+    def split(self, text: str) -> list[str]:
+        return self._regex.split(text) if "\n" in text or "\r" in text else [text]
+
+    def sub(self, repl: str, text: str) -> str:
+        return self._regex.sub(repl, text)
+
+
+if not isinstance(ServerSentEvent._LINE_SEP_EXPR, _LineBreaks):
+    ServerSentEvent._LINE_SEP_EXPR = _LineBreaks()  # type: ignore[assignment]
 
 
 class DesktopMCP(MCPServer):
