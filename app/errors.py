@@ -8,22 +8,31 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
+
+class ServiceError(Exception):
+    """A client-facing failure: ``message`` says what is wrong, ``status`` is the HTTP status."""
+
+    status: int = 400
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 # --------------------------------------------------------------------------------------------- desktop
 
 
-class DesktopError(Exception):
-    """A failed desktop action; ``status`` is the HTTP status the desktop service answers with.
+class DesktopError(ServiceError):
+    """A failed desktop action, rendered as ``{success: false, error}``.
 
     ``file_action`` is set for write_file/read_file requests, whose error body repeats the text as
     ``message`` (clients of those two actions read that field).
     """
 
-    status: int = 400
     retry_after: int | None = None
 
     def __init__(self, message: str, *, file_action: bool = False) -> None:
         super().__init__(message)
-        self.message = message
         self.file_action = file_action
 
 
@@ -67,14 +76,8 @@ def desktop_error_headers(exc: DesktopError) -> dict[str, str]:
 # ----------------------------------------------------------------------------------------------- agent
 
 
-class AgentError(Exception):
+class AgentError(ServiceError):
     """A failed agent-service request; rendered as ``{statusCode, message, error}``."""
-
-    status: int = 400
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
     @property
     def reason(self) -> str:
