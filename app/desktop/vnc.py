@@ -17,6 +17,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from app.bridge import pump_until_either_ends
 from app.config import DesktopSettings
 
 NOVNC_DIR = Path("/usr/share/novnc")  # Debian's novnc files, extracted by scripts/install-system.sh
@@ -72,15 +73,11 @@ async def bridge(ws: WebSocket, host: str, port: int) -> None:
             writer.write(message.get("bytes") or (message.get("text") or "").encode())
             await writer.drain()
 
-    tasks = {asyncio.create_task(vnc_to_browser()), asyncio.create_task(browser_to_vnc())}
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await pump_until_either_ends(
+            vnc_to_browser(), browser_to_vnc(), closed=(OSError, WebSocketDisconnect, RuntimeError)
+        )
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, OSError, WebSocketDisconnect, RuntimeError):
-                await task
         writer.close()
         # The browser may already be gone: closing then raises, which is not an error of ours.
         if ws.client_state == WebSocketState.CONNECTED:

@@ -7,7 +7,6 @@ relayed as they come, text as text and binary as binary, with the upstream's sub
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from http import HTTPStatus
 
@@ -18,6 +17,8 @@ from starlette.background import BackgroundTask
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
+
+from app.bridge import pump_until_either_ends
 
 # RFC 9110 §7.6.1 connection-specific headers, plus the ones the HTTP client sets itself.
 _HOP_BY_HOP = {
@@ -178,17 +179,13 @@ class Upstream:
                 else:
                     await websocket.send_bytes(message)
 
-        tasks = [asyncio.create_task(client_to_upstream()), asyncio.create_task(upstream_to_client())]
         try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            await pump_until_either_ends(
+                client_to_upstream(),
+                upstream_to_client(),
+                closed=(ConnectionClosed, WebSocketDisconnect, RuntimeError),
+            )
         finally:
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(
-                    asyncio.CancelledError, ConnectionClosed, WebSocketDisconnect, RuntimeError
-                ):
-                    await t
             code = upstream.close_code
             await upstream.close()
             if websocket.client_state == WebSocketState.CONNECTED:
