@@ -5,7 +5,7 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help system system-test venv run test e2e bench lint format image
+.PHONY: help system system-test system-bench venv run test e2e bench lint format image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -15,6 +15,9 @@ system: ## install the Debian packages, the desktop user and noVNC (idempotent)
 
 system-test:
 	@scripts/install-system.sh --test
+
+system-bench:
+	@scripts/install-system.sh --bench
 
 $(STAMP): pyproject.toml constraints.txt scripts/install-python.sh
 	scripts/install-python.sh $(VENV) test
@@ -32,8 +35,12 @@ test: system-test $(STAMP) ## install what is missing and run the whole test sui
 e2e: system-test $(STAMP) ## only the end-to-end tests (boot the whole appliance, real browser)
 	$(VENV)/bin/pytest -m e2e
 
-bench: system-test $(STAMP) ## run every benchmark under bench/ and print its figures
+bench: system-bench $(STAMP) bench/mcp-ts/node_modules ## run every benchmark under bench/ and print its figures
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+bench/mcp-ts/node_modules: bench/mcp-ts/package-lock.json
+	npm ci --prefix bench/mcp-ts --no-audit --no-fund
+	@touch $@
 
 lint: $(STAMP) ## ruff, ruff format check, shellcheck
 	$(VENV)/bin/ruff check .
