@@ -20,7 +20,10 @@ from typing import Any
 import pybase64
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.sse import SseServerTransport
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
 from mcp.types import (
     BlobResourceContents,
     CallToolResult,
@@ -29,12 +32,12 @@ from mcp.types import (
     TextContent,
 )
 from mcp.types import Tool as MCPTool
-from sse_starlette.event import ServerSentEvent
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
 from app.desktop.actions import parse_action
 from app.desktop.controller import DesktopController, Outcome
+from app.desktop.mcp_fastpath import FastWrites
 from app.desktop.toolspec import TOOLS, ToolSpec
 from app.errors import DesktopError
 
@@ -44,24 +47,6 @@ INSTRUCTIONS = (
     "computer_read_file. Coordinates are screen pixels, origin at the top-left corner."
 )
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-
-
-class _LineBreaks:
-    """sse-starlette splits every event's data on line breaks with a regex: ~9 ms for the 1.3 MB event of
-    one screenshot, most of the SSE transport's cost. JSON-RPC messages are a single line, so look for a
-    line break with ``str.__contains__`` first (~0.1 ms); the result is the same either way."""
-
-    _regex = ServerSentEvent._LINE_SEP_EXPR
-
-    def split(self, text: str) -> list[str]:
-        return self._regex.split(text) if "\n" in text or "\r" in text else [text]
-
-    def sub(self, repl: str, text: str) -> str:
-        return self._regex.sub(repl, text)
-
-
-if not isinstance(ServerSentEvent._LINE_SEP_EXPR, _LineBreaks):
-    ServerSentEvent._LINE_SEP_EXPR = _LineBreaks()  # type: ignore[assignment]
 
 
 class DesktopMCP(MCPServer):
@@ -88,6 +73,11 @@ class DesktopMCP(MCPServer):
             # ToolError's text reaches the client verbatim as an isError result: the HTTP API's message.
             raise ToolError(exc.message) from None
         return to_result(spec, outcome)
+
+    async def run_session(self, read: ReadStream[Any], write: WriteStream[SessionMessage]) -> None:
+        """Serve one client over a pair of streams (what ``sse_app`` does for each SSE connection)."""
+        server = self._lowlevel_server
+        await server.run(read, write, server.create_initialization_options())
 
 
 def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
@@ -143,22 +133,33 @@ class MCPEndpoint:
         self._streamable = self.server.streamable_http_app(
             streamable_http_path="/mcp", transport_security=security
         )
-        self._sse = self.server.sse_app(
-            sse_path="/mcp", message_path="/mcp/messages/", transport_security=security
-        )
+        self._sse = SseServerTransport("/mcp/messages/", security_settings=security)
 
     @property
     def routes(self) -> list[BaseRoute]:
-        messages = next(r for r in self._sse.routes if isinstance(r, Mount))
         # `self` is an ASGI callable (not a function), so Starlette hands it the raw scope.
-        return [Route("/mcp", endpoint=self, methods=["GET", "POST", "DELETE"]), messages]
+        return [
+            Route("/mcp", endpoint=self, methods=["GET", "POST", "DELETE"]),
+            Mount("/mcp/messages/", app=self._sse.handle_post_message),
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A GET without a session id is a legacy SSE client opening its stream; everything else
         # (POST, DELETE, a streamable-HTTP client's GET with Mcp-Session-Id) is streamable HTTP.
         headers = dict(scope["headers"])
         legacy_sse = scope["method"] == "GET" and b"mcp-session-id" not in headers
-        await (self._sse if legacy_sse else self._streamable)(scope, receive, send)
+        await (self._serve_sse if legacy_sse else self._streamable)(scope, receive, send)
+
+    async def _serve_sse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        opened = False
+        try:
+            async with self._sse.connect_sse(scope, receive, send) as (read, write):
+                opened = True
+                await self.server.run_session(read, FastWrites(write))
+        except ValueError:
+            if opened:
+                raise
+            # connect_sse has already answered (a refused Host or Origin) and raises to say so.
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
