@@ -120,3 +120,14 @@ def test_host_header_protection_allows_loopback_and_configured_hosts(desktop: st
     assert status("evil.example:9990") == 421
     assert status("desktop.example") != 421
     assert status("desktop.example:9990") != 421
+
+
+def test_sse_stream_checks_the_host_header_too(desktop: str) -> None:
+    def opens(host: str) -> httpx.Response:
+        with httpx.stream("GET", f"{desktop}/mcp", headers={"Host": host}) as response:
+            return response  # headers only: the stream stays open until closed here
+
+    assert opens("evil.example:9990").status_code == 421
+    accepted = opens("desktop.example:9990")
+    assert accepted.status_code == 200
+    assert accepted.headers["content-type"].startswith("text/event-stream")
