@@ -151,6 +151,7 @@ class MCPEndpoint:
         await (self._serve_sse if legacy_sse else self._streamable)(scope, receive, send)
 
     async def _serve_sse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One legacy SSE connection, its outgoing messages through ``FastWrites`` (see mcp_fastpath)."""
         opened = False
         try:
             async with self._sse.connect_sse(scope, receive, send) as (read, write):
