@@ -64,6 +64,11 @@ install -m 0755 "$here/scripts/with-x.sh" "$DESKPILOT_RUN_DIR/with-x.sh"
 install -d -m 0700 "${desktop_user[@]}" "$DESKPILOT_RUN_DIR/session" "$DESKPILOT_RUN_DIR/session/tmp"
 install -d -m 0755 -o "$DESKPILOT_SERVICE_USER" -g "$(id -gn "$DESKPILOT_SERVICE_USER")" "$DESKPILOT_STATE_DIR"
 
+# The home layout, also on a fresh volume (Kubernetes does not copy the image's /home/user into one).
+for d in "" Desktop Documents Downloads; do
+  install -d "${desktop_user[@]}" "$DESKPILOT_HOME/$d"
+done
+
 # The home skeleton (desktop launchers, Xfce settings) is refreshed on every start: the appliance's own files
 # are declarative; everything else in the home (a volume in the image) is left alone.
 skel=$here/rootfs/home/user

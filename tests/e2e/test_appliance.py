@@ -126,6 +126,14 @@ def test_boot_brings_every_program_up_as_the_desktop_user(appliance: Appliance) 
     assert appliance.boot_seconds < 30
 
 
+def test_a_fresh_home_gets_the_home_layout(appliance: Appliance) -> None:
+    # The fixture's home starts empty, as a new Kubernetes volume does: appliance.sh lays it out.
+    for name in ("Desktop", "Documents", "Downloads"):
+        path = appliance.home / name
+        assert path.is_dir() and path.owner() == "user", path
+    assert appliance.home.owner() == "user"
+
+
 def _readable_by_user(path: Path) -> bool:
     probe = ["runuser", "-u", "user", "--", "test", "-r", str(path / "app" / "__init__.py")]
     return subprocess.run(probe).returncode == 0
