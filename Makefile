@@ -2,10 +2,11 @@
 SHELL := /bin/bash
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
+HELM  := $(VENV)/bin/helm
 STAMP := $(VENV)/.stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help system system-test system-bench venv run test e2e bench lint format image
+.PHONY: help system system-test venv run test e2e bench helm-lint lint format image
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -16,31 +17,34 @@ system: ## install the Debian packages, the desktop user and noVNC (idempotent)
 system-test:
 	@scripts/install-system.sh --test
 
-system-bench:
-	@scripts/install-system.sh --bench
-
 $(STAMP): pyproject.toml constraints.txt scripts/install-python.sh
 	scripts/install-python.sh $(VENV) test
 	@touch $@
 
 venv: $(STAMP) ## create/refresh the Python venv
 
+$(HELM): scripts/install-helm.sh
+	scripts/install-helm.sh $(VENV)/bin
+
 run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stops it); settings: README
 	DESKPILOT_VENV=$(abspath $(VENV)) scripts/appliance.sh
 
-test: system-test $(STAMP) ## install what is missing and run the whole test suite
+test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest
 
 e2e: system-test $(STAMP) ## only the end-to-end tests (boot the whole appliance, real browser)
 	$(VENV)/bin/pytest -m e2e
 
-bench: system-bench $(STAMP) bench/mcp-ts/node_modules ## run every benchmark under bench/ and print its figures
+bench: system-test $(STAMP) bench/mcp-ts/node_modules ## run every benchmark under bench/ and print its figures
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 bench/mcp-ts/node_modules: bench/mcp-ts/package-lock.json
 	npm ci --prefix bench/mcp-ts --no-audit --no-fund
 	@touch $@
+
+helm-lint: system-test $(STAMP) $(HELM) ## lint the Helm chart and validate what it renders (tests/integration/test_helm.py)
+	$(VENV)/bin/pytest -q tests/integration/test_helm.py
 
 lint: $(STAMP) ## ruff, ruff format check, shellcheck
 	$(VENV)/bin/ruff check .

@@ -3,8 +3,8 @@
 # Shared by the Makefile (native `make run` / `make test`) and the Dockerfile, so the two cannot drift.
 # Idempotent and quick when everything is present: apt runs only for what is missing.
 #   scripts/install-system.sh          runtime packages (what the image needs)
-#   scripts/install-system.sh --test   runtime + what the test suite needs (browser, PostgreSQL, linters)
-#   scripts/install-system.sh --bench  the above + Node.js for bench/mcp-ts (the TypeScript MCP client)
+#   scripts/install-system.sh --test   runtime + what the tests and benches need (browser, PostgreSQL, linters,
+#                                      Node.js for Helm and the TypeScript MCP client)
 set -euo pipefail
 
 DESKTOP_USER=${DESKTOP_USER:-user}
@@ -26,10 +26,12 @@ test_packages=(
 )
 
 packages=("${runtime_packages[@]}")
-[[ "${1:-}" == --test || "${1:-}" == --bench ]] && packages+=("${test_packages[@]}")
-# Only when npm is missing: a Node.js from elsewhere (NodeSource, nvm) brings its own npm, which
-# Debian's npm package would conflict with.
-[[ "${1:-}" == --bench ]] && ! command -v npm >/dev/null && packages+=(nodejs npm)
+if [[ "${1:-}" == --test ]]; then
+  packages+=("${test_packages[@]}")
+  # Only when npm is missing: a Node.js from elsewhere (NodeSource, nvm) brings its own npm, which
+  # Debian's npm package would conflict with.
+  command -v npm >/dev/null || packages+=(nodejs npm)
+fi
 
 as_root() {
   if [[ $(id -u) -eq 0 ]]; then "$@"

@@ -1,0 +1,148 @@
+"""The Helm chart (helm/deskpilot): real `helm lint --strict` and `helm template`, and every rendered object
+validated against the Kubernetes schemas (kubernetes-validate). No cluster can run here, so what the pod
+does is proven by the e2e tests of the same image layout (scripts/appliance.sh, supervisord.conf)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from app import __version__
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "helm" / "deskpilot"
+HELM = ROOT / ".venv" / "bin" / "helm"
+KUBERNETES = "1.30"  # the oldest Kubernetes the chart is checked against; newer ones accept it too
+
+SCENARIOS: dict[str, list[str]] = {
+    "defaults": [],
+    "ingress, MCP, keys and PostgreSQL as values": [
+        "ingress.enabled=true", "ingress.mcp=true", "ingress.className=nginx",
+        "ingress.tls[0].secretName=desk-tls", "ingress.tls[0].hosts[0]=deskpilot.example.com",
+        "llm.apiKeys.ANTHROPIC_API_KEY=sk-test", "database.url=postgresql://u:p@db/deskpilot",
+        "llm.model=anthropic/claude-sonnet-4-6", "mcpAllowedHosts[0]=10.0.0.5",
+    ],
+    "secrets and claims of one's own, no persistence for the home": [
+        "llm.existingSecret=llm-keys", "database.existingSecret=db", "llm.proxyUrl=http://litellm:4000",
+        "persistence.state.existingClaim=desk-state", "persistence.home.enabled=false",
+        "extraEnv[0].name=AGENT_MAX_STEPS", "extraEnv[0].value=200",
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def helm_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    assert HELM.exists(), "helm is missing: make test installs it (scripts/install-helm.sh .venv/bin)"
+    home = tmp_path_factory.mktemp("helm")
+    return {**os.environ, **{f"HELM_{k}_HOME": str(home / k.lower()) for k in ("CACHE", "CONFIG", "DATA")}}
+
+
+def helm(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(HELM), *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def render(env: dict[str, str], settings: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Render the chart as release `desk` in namespace `apps`: {(kind, name): object}."""
+    sets = [a for s in settings for a in ("--set", s)]
+    out = helm(env, "template", "desk", str(CHART), "--namespace", "apps", *sets)
+    assert out.returncode == 0, out.stderr
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(out.stdout) if d}
+
+
+def container(objects: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    (pod,) = [o["spec"]["template"]["spec"] for (kind, _), o in objects.items() if kind == "Deployment"]
+    (c,) = pod["containers"]
+    return c
+
+
+@pytest.mark.parametrize("settings", SCENARIOS.values(), ids=SCENARIOS.keys())
+def test_lints_strictly_and_renders_valid_kubernetes_objects(
+    helm_env: dict[str, str], settings: list[str]
+) -> None:
+    sets = [a for s in settings for a in ("--set", s)]
+    lint = helm(helm_env, "lint", "--strict", str(CHART), *sets)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    for obj in render(helm_env, settings).values():
+        kubernetes_validate.validate(obj, KUBERNETES, strict=True)
+
+
+def test_defaults_one_desktop_with_its_volumes_ports_and_probes(helm_env: dict[str, str]) -> None:
+    objects = render(helm_env, [])
+    deployment = objects[("Deployment", "desk-deskpilot")]
+    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
+    c = container(objects)
+    assert c["image"] == f"deskpilot:{__version__}"
+    assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"desktop": 9990, "agent": 9991, "ui": 9992}
+    for probe, port in (("startupProbe", "agent"), ("readinessProbe", "ui"), ("livenessProbe", "desktop")):
+        assert c[probe]["httpGet"] == {"path": "/health", "port": port}, probe
+    assert {m["mountPath"] for m in c["volumeMounts"]} == {"/home/user", "/var/lib/deskpilot", "/dev/shm"}
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["shm"]["emptyDir"]["medium"] == "Memory"
+    for name in ("home", "state"):
+        claim = objects[("PersistentVolumeClaim", f"desk-deskpilot-{name}")]
+        assert volumes[name]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+        assert claim["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    service = objects[("Service", "desk-deskpilot")]
+    assert {p["name"]: (p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
+        "desktop": (9990, "desktop"), "agent": (9991, "agent"), "ui": (9992, "ui"),
+    }  # fmt: skip
+    assert not any(kind in ("Ingress", "Secret") for kind, _ in objects)
+    # MCP's Host check accepts the Service's names, so in-cluster clients work out of the box
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    service_names = ["desk-deskpilot", "desk-deskpilot.apps", "desk-deskpilot.apps.svc"]
+    assert env["DESKTOP_MCP_ALLOWED_HOSTS"].split(",") == [
+        *service_names,
+        "desk-deskpilot.apps.svc.cluster.local",
+    ]
+
+
+def test_ingress_serves_the_ui_and_optionally_mcp_and_keys_live_in_a_secret(helm_env: dict[str, str]) -> None:
+    objects = render(helm_env, SCENARIOS["ingress, MCP, keys and PostgreSQL as values"])
+    (rule,) = objects[("Ingress", "desk-deskpilot")]["spec"]["rules"]
+    assert rule["host"] == "deskpilot.example.com"
+    routes = {p["path"]: p["backend"]["service"]["port"]["name"] for p in rule["http"]["paths"]}
+    assert routes == {"/mcp": "desktop", "/": "ui"}
+    secret = objects[("Secret", "desk-deskpilot")]["stringData"]
+    assert secret == {"ANTHROPIC_API_KEY": "sk-test", "DATABASE_URL": "postgresql://u:p@db/deskpilot"}
+    c = container(objects)
+    assert c["envFrom"] == [{"secretRef": {"name": "desk-deskpilot"}}]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["AGENT_MODEL"] == "anthropic/claude-sonnet-4-6"
+    assert env["DESKTOP_MCP_ALLOWED_HOSTS"].split(",")[-2:] == ["deskpilot.example.com", "10.0.0.5"]
+    assert "sk-test" not in str(c), "keys reach the pod through the Secret only"
+    annotations = objects[("Deployment", "desk-deskpilot")]["spec"]["template"]["metadata"]["annotations"]
+    assert len(annotations["checksum/secret"]) == 64  # a changed key restarts the pod
+
+
+def test_secrets_and_claims_of_ones_own(helm_env: dict[str, str]) -> None:
+    objects = render(helm_env, SCENARIOS["secrets and claims of one's own, no persistence for the home"])
+    assert not any(kind in ("Secret", "PersistentVolumeClaim") for kind, _ in objects)
+    c = container(objects)
+    assert c["envFrom"] == [{"secretRef": {"name": "llm-keys"}}]
+    env = {e["name"]: e for e in c["env"]}
+    assert env["DATABASE_URL"]["valueFrom"] == {"secretKeyRef": {"name": "db", "key": "DATABASE_URL"}}
+    assert env["AGENT_LLM_PROXY_URL"]["value"] == "http://litellm:4000"
+    assert env["AGENT_MAX_STEPS"]["value"] == "200"
+    volumes = {
+        v["name"]: v for v in objects[("Deployment", "desk-deskpilot")]["spec"]["template"]["spec"]["volumes"]
+    }
+    assert volumes["home"] == {"name": "home", "emptyDir": {}}
+    assert volumes["state"]["persistentVolumeClaim"] == {"claimName": "desk-state"}
+
+
+def test_a_database_given_twice_is_refused_with_the_reason(helm_env: dict[str, str]) -> None:
+    out = helm(helm_env, "template", "desk", str(CHART), "--set", "database.url=postgresql://db/x",
+               "--set", "database.existingSecret=db")  # fmt: skip
+    assert out.returncode != 0
+    assert "database: set url or existingSecret, not both" in out.stderr
+
+
+def test_chart_app_version_is_the_apps_version() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["appVersion"] == __version__
