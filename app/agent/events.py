@@ -6,7 +6,9 @@ the Message for new_message. A connection gets every event, or only those of the
 ``/ws?taskId=<id>`` (repeatable) at connect time, or at any time the client sends
 ``{"action": "subscribe", "taskId": "<id>"}`` / ``{"action": "unsubscribe", "taskId": "<id>"}``; an empty
 subscription set means all events again. The server answers each action with
-``{"event": "subscribed", "data": {"taskIds": [...]}}``. Events are those of this process.
+``{"event": "subscribed", "data": {"taskIds": [...]}}``. ``/ws?events=task_created,task_updated`` limits a
+connection to those kinds (a task list has no use for messages and their screenshots); an unknown kind
+closes the socket with 1008 and the list of kinds. Events are those of this process.
 """
 
 from __future__ import annotations
@@ -19,14 +21,18 @@ import orjson
 from fastapi import WebSocket, WebSocketDisconnect
 
 QUEUE_LIMIT = 1000  # a client this far behind is disconnected rather than buffered without bound
+EVENTS = ("task_created", "task_updated", "task_deleted", "new_message")
 
 
 class _Client:
-    def __init__(self, task_ids: set[str]) -> None:
+    def __init__(self, task_ids: set[str], events: set[str]) -> None:
         self.task_ids = task_ids
+        self.events = events  # empty: all kinds
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_LIMIT)
 
     def wants(self, event: str, data: dict[str, Any]) -> bool:
+        if self.events and event not in self.events:
+            return False
         if not self.task_ids:
             return True
         task_id = data.get("taskId") if event == "new_message" else data.get("id")
@@ -59,7 +65,12 @@ class EventHub:
 
     async def serve(self, ws: WebSocket) -> None:
         await ws.accept()
-        client = _Client(set(ws.query_params.getlist("taskId")))
+        events = {e for v in ws.query_params.getlist("events") for e in v.split(",") if e}
+        if unknown := events.difference(EVENTS):
+            reason = f"unknown events {', '.join(sorted(unknown))}; events are {', '.join(EVENTS)}"
+            await ws.close(code=1008, reason=reason)
+            return
+        client = _Client(set(ws.query_params.getlist("taskId")), events)
         self._clients.add(client)
         sender = asyncio.create_task(self._send(ws, client))
         try:

@@ -54,15 +54,19 @@ function setLive(state, text) {
 
 /**
  * The agent's WebSocket (DESIGN §3): {"event": "task_created"|"task_updated"|"task_deleted"|
- * "new_message", "data": ...}. `taskId` subscribes to that task's events only (`/ws?taskId=`). `onOpen` runs on every
- * (re)connect so a page can catch up on what it missed while disconnected. Reconnects with backoff.
+ * "new_message", "data": ...}. `taskId` subscribes to that task's events only (`/ws?taskId=`), `events` to those
+ * kinds only (`/ws?events=`). `onOpen` runs on every (re)connect so a page can catch up on what it missed while
+ * disconnected. Reconnects with backoff.
  */
-export function connectEvents({ taskId = null, onEvent, onOpen = () => {} }) {
+export function connectEvents({ taskId = null, events = null, onEvent, onOpen = () => {} }) {
   let delay = 500;
   let socket = null;
   function open() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const query = taskId ? "?taskId=" + encodeURIComponent(taskId) : "";
+    const params = new URLSearchParams();
+    if (taskId) params.set("taskId", taskId);
+    if (events) params.set("events", events.join(","));
+    const query = params.size ? `?${params}` : "";
     socket = new WebSocket(`${scheme}://${location.host}/api/ws${query}`);
     socket.addEventListener("open", () => {
       delay = 500;

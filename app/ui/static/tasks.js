@@ -30,16 +30,17 @@ const refreshList = serialized(async () => {
   localizeTimes(rows);
 });
 
+// Task events only: a list has no use for messages, which carry the agent's screenshots.
+const TASK_EVENTS = ["task_created", "task_updated", "task_deleted"];
 if (table) {
   connectEvents({
-    onEvent(event) {
-      if (event === "task_created" || event === "task_updated" || event === "task_deleted") refreshList();
-    },
+    events: TASK_EVENTS,
+    onEvent: refreshList,
     // The page was rendered before the socket opened: catch up on anything since (and after outages).
     onOpen: refreshList,
   });
 } else {
-  connectEvents({ onEvent() {} }); // the status light in the top bar
+  connectEvents({ events: TASK_EVENTS, onEvent() {} }); // the status light in the top bar
 }
 
 // -------------------------------------------------------------------------------- new-task form

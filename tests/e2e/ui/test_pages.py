@@ -152,12 +152,18 @@ def test_agent_errors_are_shown_on_the_form(stack: Stack, page: Page) -> None:
 
 
 def test_list_follows_changes_made_elsewhere_and_keeps_its_filter(stack: Stack, page: Page) -> None:
+    frames: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda f: frames.append(str(f))))
     page.goto(f"{stack.ui}/?filter=active")
     live(page)
-    t = stack.agent.post("/tasks", json={"description": "made by a script", "priority": "URGENT"}).json()
+    t = stack.agent.post("/tasks", json={"description": "made by a script", "priority": "LOW"}).json()
     row = page.locator(f'tr.task-row[data-id="{t["id"]}"]')
     expect(row).to_contain_text("made by a script")
+    stack.agent.post(f"/tasks/{t['id']}/messages", json={"content": "a message the list has no use for"})
+    stack.agent.patch(f"/tasks/{t['id']}", json={"priority": "URGENT"})
     expect(row.locator(".prio")).to_have_text("Urgent")
+    # the socket asked for task events only: the message (an agent's would carry a screenshot) never came
+    assert any('"task_updated"' in f for f in frames) and not any('"new_message"' in f for f in frames)
     stack.agent.patch(f"/tasks/{t['id']}", json={"status": "CANCELLED"})
     expect(row).to_have_count(0)  # no longer active
     expect(page.locator("#task-rows")).to_contain_text("No tasks here")

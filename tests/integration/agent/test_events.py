@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.integration.agent.conftest import serve
@@ -58,6 +60,26 @@ def test_per_task_subscription_by_query_and_by_message(api: httpx.Client) -> Non
         api.patch(f"/tasks/{a}", json={"priority": "LOW"})
         assert recv(later)["data"]["id"] == a  # back to everything
         assert recv(only_a)["data"]["priority"] == "LOW"
+
+
+def test_a_connection_can_ask_for_some_kinds_of_events_only(api: httpx.Client) -> None:
+    with connect(f"{api.ws_url}?events=task_created,task_deleted") as ws:
+        t = api.post("/tasks", json={"description": "no messages please"}).json()
+        assert recv(ws) == {"event": "task_created", "data": t}
+        api.patch(f"/tasks/{t['id']}", json={"priority": "HIGH"})
+        api.post(f"/tasks/{t['id']}/messages", json={"content": "not for this socket"})
+        api.delete(f"/tasks/{t['id']}")
+        assert recv(ws) == {"event": "task_deleted", "data": {"id": t["id"]}}  # nothing in between
+
+
+def test_an_unknown_kind_of_event_closes_the_socket_with_the_kinds(api: httpx.Client) -> None:
+    url = f"{api.ws_url}?events=task_created,screenshots"
+    with connect(url) as ws, pytest.raises(ConnectionClosed) as closed:
+        ws.recv(timeout=5)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    assert closed.value.rcvd.reason == (
+        "unknown events screenshots; events are task_created, task_updated, task_deleted, new_message"
+    )
 
 
 def test_the_worker_announces_progress(db_url: str) -> None:
