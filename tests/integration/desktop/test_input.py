@@ -50,9 +50,8 @@ def test_click_without_coordinates_uses_the_pointer_and_counts_clicks(desktop: D
     assert 1 in p.state()["buttons"]
 
 
-def test_click_with_hold_keys_extends_the_selection(desktop: Desktop, probe) -> None:
-    p = probe(text="0123456789abcdefghij")
-    focus(desktop, p)
+def shift_click_across(desktop: Desktop, p) -> None:
+    """A click before the probe's text, then a shift-click ten characters further: a selection of them."""
     y = p.y + 30
     desktop.act(action="click_mouse", coordinates={"x": p.x + 22, "y": y}, button="left", clickCount=1)
     desktop.act(
@@ -62,6 +61,12 @@ def test_click_with_hold_keys_extends_the_selection(desktop: Desktop, probe) -> 
         clickCount=1,
         holdKeys=["shift"],
     )
+
+
+def test_click_with_hold_keys_extends_the_selection(desktop: Desktop, probe) -> None:
+    p = probe(text="0123456789abcdefghij")
+    focus(desktop, p)
+    shift_click_across(desktop, p)
     sel = p.wait(lambda s: s["sel"], what="shift-click selection")["sel"]
     assert sel.startswith("0123") and len(sel) >= 8
 
@@ -73,20 +78,12 @@ def test_click_with_hold_keys_keeps_them_down_while_the_window_manager_holds_the
     must not turn a shift-click into a plain click. Stopping xfwm4 for a moment makes it slow on purpose."""
     p = probe(text="0123456789abcdefghij")
     focus(desktop, p)
-    y = p.y + 30
     wm = desktop.display.children[0]  # xfwm4, started with the display
     os.kill(wm.pid, signal.SIGSTOP)
     resume = threading.Timer(0.3, os.kill, (wm.pid, signal.SIGCONT))
     resume.start()
     try:
-        desktop.act(action="click_mouse", coordinates={"x": p.x + 22, "y": y}, button="left", clickCount=1)
-        desktop.act(
-            action="click_mouse",
-            coordinates={"x": p.x + 22 + 11 * 10, "y": y},
-            button="left",
-            clickCount=1,
-            holdKeys=["shift"],
-        )
+        shift_click_across(desktop, p)
     finally:
         resume.join()
         os.kill(wm.pid, signal.SIGCONT)
