@@ -47,10 +47,13 @@ def helm(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(HELM), *args], env=env, capture_output=True, text=True, timeout=60)
 
 
+def set_args(settings: list[str]) -> list[str]:
+    return [a for s in settings for a in ("--set", s)]
+
+
 def render(env: dict[str, str], settings: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
     """Render the chart as release `desk` in namespace `apps`: {(kind, name): object}."""
-    sets = [a for s in settings for a in ("--set", s)]
-    out = helm(env, "template", "desk", str(CHART), "--namespace", "apps", *sets)
+    out = helm(env, "template", "desk", str(CHART), "--namespace", "apps", *set_args(settings))
     assert out.returncode == 0, out.stderr
     return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(out.stdout) if d}
 
@@ -65,8 +68,7 @@ def container(objects: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
 def test_lints_strictly_and_renders_valid_kubernetes_objects(
     helm_env: dict[str, str], settings: list[str]
 ) -> None:
-    sets = [a for s in settings for a in ("--set", s)]
-    lint = helm(helm_env, "lint", "--strict", str(CHART), *sets)
+    lint = helm(helm_env, "lint", "--strict", str(CHART), *set_args(settings))
     assert lint.returncode == 0, lint.stdout + lint.stderr
     for obj in render(helm_env, settings).values():
         kubernetes_validate.validate(obj, KUBERNETES, strict=True)
