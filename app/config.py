@@ -1,9 +1,13 @@
-"""Configuration of the three services, one pydantic-settings class each; every variable is in the README."""
+"""Configuration of the services, one pydantic-settings class each, and the table of LLM providers.
+
+Every variable is documented in docs/operations.md.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -34,12 +38,73 @@ class DesktopSettings(BaseSettings):
         return [h.strip() for h in value.split(",") if h.strip()] if isinstance(value, str) else value
 
 
-class AgentSettings(BaseSettings):
-    """Agent service (port 9991), its LLM providers and the loop's budgets; every variable is in the README.
+@dataclass(frozen=True)
+class Provider:
+    """An LLM provider the agent can use without a proxy, enabled by setting ``key_var``."""
 
-    Provider keys and per-provider model names use the providers' usual variable names (no ``AGENT_``
-    prefix) so an existing shell environment just works.
-    """
+    name: str  # our name, the prefix of our model names ("anthropic/claude-sonnet-4-6")
+    title: str
+    key_var: str  # the variable that enables it
+    model_var: str  # the variable naming its model
+    default_model: str
+    litellm_prefix: str  # LiteLLM's provider prefix
+
+
+# Every provider, in the order that picks the default when several keys are set. The settings fields
+# below, the agent's routing, GET /tasks/models, the UI's hint and the docs all come from this table.
+PROVIDERS: tuple[Provider, ...] = (
+    Provider(
+        "anthropic", "Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "claude-sonnet-4-6", "anthropic"
+    ),
+    Provider("openai", "OpenAI", "OPENAI_API_KEY", "OPENAI_MODEL", "gpt-5.4", "openai"),
+    Provider("gemini", "Google Gemini", "GEMINI_API_KEY", "GEMINI_MODEL", "gemini-3.5-flash", "gemini"),
+    Provider(
+        "openrouter",
+        "OpenRouter",
+        "OPENROUTER_API_KEY",
+        "OPENROUTER_MODEL",
+        "anthropic/claude-sonnet-4.6",
+        "openrouter",
+    ),
+    # any OpenAI-compatible server (Ollama, vLLM, LM Studio ...): LiteLLM's generic "openai/" route
+    Provider(
+        "local",
+        "OpenAI-compatible server",
+        "AGENT_OPENAI_BASE_URL",
+        "AGENT_OPENAI_BASE_MODEL",
+        "qwen2.5vl",
+        "openai",
+    ),
+)
+PROXY_VAR = "AGENT_LLM_PROXY_URL"
+MODEL_VARIABLES = (*(p.key_var for p in PROVIDERS), PROXY_VAR)
+
+
+def no_model_message() -> str:
+    """Why a task cannot run when nothing is configured, and what to set."""
+    keys = ", ".join(p.key_var for p in PROVIDERS[:-1])
+    return (
+        f"No LLM provider is configured. Set one of {keys}, or {PROVIDERS[-1].key_var} (an OpenAI-compatible "
+        f"server such as Ollama or vLLM), or {PROXY_VAR} (a LiteLLM proxy), in the agent service's "
+        "environment."
+    )
+
+
+def _provider(name: str) -> Provider:
+    return next(p for p in PROVIDERS if p.name == name)
+
+
+def _key(name: str) -> Any:
+    return Field(default=None, validation_alias=_provider(name).key_var)
+
+
+def _model(name: str) -> Any:
+    p = _provider(name)
+    return Field(default=p.default_model, validation_alias=p.model_var)
+
+
+class TaskSettings(BaseSettings):
+    """The task service (port 9991): API, queue, worker, uploads; every variable is in docs/operations.md."""
 
     model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore", populate_by_name=True)
 
@@ -52,8 +117,8 @@ class AgentSettings(BaseSettings):
     )
     # The worker claims and runs tasks; off gives a bare API (tests, or a read-only replica).
     worker_enabled: bool = True
-    # "package.module:attribute" of an Executor (or a zero-argument factory of one); empty = built-in.
-    executor: str = ""
+    # "package.module:attribute" of the Executor that runs tasks (or a zero-argument factory of one).
+    executor: str = "app.agent.executor:AgentExecutor"
     # A claimed task is owned for this long; the worker renews it every lease_seconds / 3.
     lease_seconds: float = 30.0
     # Longest sleep of an idle worker: only catches other processes' changes when LISTEN/NOTIFY is
@@ -70,21 +135,31 @@ class AgentSettings(BaseSettings):
     # Time-out of one desktop API call.
     desktop_timeout: float = 60.0
 
+
+class AgentSettings(BaseSettings):
+    """The agent loop: its LLM providers and budgets; every variable is in docs/operations.md.
+
+    Provider keys and per-provider model names use the providers' usual variable names (no ``AGENT_``
+    prefix, see ``PROVIDERS``) so an existing shell environment just works.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore", populate_by_name=True)
+
     # ---- which LLM: a LiteLLM proxy, or the first provider whose key is set
     model: str | None = None  # AGENT_MODEL: default model, "provider/model" or a bare model name
     llm_proxy_url: str | None = None  # AGENT_LLM_PROXY_URL
     llm_proxy_key: str | None = None  # AGENT_LLM_PROXY_KEY
-    anthropic_api_key: str | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
-    openai_api_key: str | None = Field(default=None, validation_alias="OPENAI_API_KEY")
-    gemini_api_key: str | None = Field(default=None, validation_alias="GEMINI_API_KEY")
-    openrouter_api_key: str | None = Field(default=None, validation_alias="OPENROUTER_API_KEY")
-    openai_base_url: str | None = None  # AGENT_OPENAI_BASE_URL: Ollama, vLLM, LM Studio ... (".../v1")
+    anthropic_api_key: str | None = _key("anthropic")
+    openai_api_key: str | None = _key("openai")
+    gemini_api_key: str | None = _key("gemini")
+    openrouter_api_key: str | None = _key("openrouter")
+    openai_base_url: str | None = _key("local")  # AGENT_OPENAI_BASE_URL: Ollama, vLLM ... (".../v1")
     openai_base_key: str | None = None  # AGENT_OPENAI_BASE_KEY, if that server wants one
-    anthropic_model: str = Field(default="claude-sonnet-4-6", validation_alias="ANTHROPIC_MODEL")
-    openai_model: str = Field(default="gpt-5.4", validation_alias="OPENAI_MODEL")
-    gemini_model: str = Field(default="gemini-3.5-flash", validation_alias="GEMINI_MODEL")
-    openrouter_model: str = Field(default="anthropic/claude-sonnet-4.6", validation_alias="OPENROUTER_MODEL")
-    openai_base_model: str = "qwen2.5vl"  # AGENT_OPENAI_BASE_MODEL
+    anthropic_model: str = _model("anthropic")
+    openai_model: str = _model("openai")
+    gemini_model: str = _model("gemini")
+    openrouter_model: str = _model("openrouter")
+    openai_base_model: str = _model("local")
     context_window: int | None = None  # AGENT_CONTEXT_WINDOW: override what LiteLLM/the proxy reports
     llm_timeout: float = 120.0  # seconds per LLM call
     llm_retries: int = 4  # extra attempts on transient errors (429, 5xx, connection, timeout)
@@ -101,6 +176,27 @@ class AgentSettings(BaseSettings):
     screenshot_width: int = 1280  # width of the screenshots the model sees (height keeps 16:9)
     settle_timeout_ms: int = 1000  # longest wait for the screen to settle after an action
     settle_interval_ms: int = 50  # pause between the frames compared for settling
+    desktop_url: str = "http://127.0.0.1:9990"  # AGENT_DESKTOP_URL, shared with the task service
+    desktop_timeout: float = 60.0
+
+    def provider_key(self, provider: Provider) -> str | None:
+        return getattr(self, _FIELDS[provider.name][0])  # type: ignore[no-any-return]
+
+    def provider_model(self, provider: Provider) -> str:
+        return getattr(self, _FIELDS[provider.name][1])  # type: ignore[no-any-return]
+
+    def configured_providers(self) -> list[Provider]:
+        return [p for p in PROVIDERS if self.provider_key(p)]
+
+
+# PROVIDERS name -> (key field, model field) of AgentSettings; a unit test checks it covers the table.
+_FIELDS: dict[str, tuple[str, str]] = {
+    "anthropic": ("anthropic_api_key", "anthropic_model"),
+    "openai": ("openai_api_key", "openai_model"),
+    "gemini": ("gemini_api_key", "gemini_model"),
+    "openrouter": ("openrouter_api_key", "openrouter_model"),
+    "local": ("openai_base_url", "openai_base_model"),
+}
 
 
 class UISettings(BaseSettings):

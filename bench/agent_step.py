@@ -33,9 +33,8 @@ PY = sys.executable
 sys.path.insert(0, str(ROOT))
 
 from app.agent.computer import Computer  # noqa: E402
-from app.agent.runner import AgentExecutor  # noqa: E402
-from app.config import AgentSettings  # noqa: E402
-from tests.integration.agent_loop.harness import loop_settings, serve_agent  # noqa: E402
+from app.agent.executor import AgentExecutor  # noqa: E402
+from tests.integration.agent.harness import loop_settings, serve_agent  # noqa: E402
 from tests.support.net import free_port, wait_http  # noqa: E402
 from tests.support.xvfb import start_window_manager, start_xvfb  # noqa: E402
 
@@ -60,14 +59,14 @@ def pct(values: list[float], p: float) -> float:
 
 
 def run(executor_cls: type[AgentExecutor], steps: int, desktop_url: str, llm_url: str, tmp: Path) -> list:
-    settings: AgentSettings = loop_settings(
+    settings = loop_settings(
         tmp / f"{executor_cls.__name__}.db", desktop_url, llm_url, max_steps=steps + 1, repeat_limit=0
     )
-    executor = executor_cls(settings)
+    executor = executor_cls(settings.agent)
     with serve_agent(settings, executor=executor) as agent:
         task = agent.create("benchmark: move the pointer around")
         agent.wait(task["id"], timeout=steps * 5 + 60)
-    return executor.steps[1:]  # the first step warms up connections and imports
+    return list(executor.steps)[1:]  # the first step warms up connections and imports
 
 
 @contextlib.contextmanager

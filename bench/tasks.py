@@ -32,11 +32,13 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
-from app.agent.api import create_app  # noqa: E402
-from app.agent.models import PRIORITY_RANK, Task, utcnow  # noqa: E402
-from app.agent.queue import TaskContext  # noqa: E402
-from app.agent.store import Store  # noqa: E402
-from app.config import AgentSettings  # noqa: E402
+from app.config import TaskSettings  # noqa: E402
+from app.tasks.app import create_app  # noqa: E402
+from app.tasks.executor import TaskContext  # noqa: E402
+from app.tasks.models import Task, utcnow  # noqa: E402
+from app.tasks.store import Store  # noqa: E402
+from app.tasks.types import TaskPriority  # noqa: E402
+from app.tasks.worker import Worker  # noqa: E402
 from tests.support.net import ServerThread, free_port  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.timing import timed  # noqa: E402
@@ -48,9 +50,9 @@ def ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def settings(url: str, **kw) -> AgentSettings:
+def settings(url: str, **kw) -> TaskSettings:
     base = {"database_url": url, "worker_enabled": False, "desktop_url": f"http://127.0.0.1:{free_port()}"}
-    return AgentSettings(**{**base, **kw})
+    return TaskSettings(**{**base, **kw})
 
 
 def bench_create(url: str) -> dict:
@@ -68,12 +70,12 @@ async def _fill(url: str, count: int) -> None:
     now = utcnow()
     rows = [
         dict(id=f"{i:08d}-0000-4000-8000-000000000000", description=f"task {i}", status="COMPLETED",
-             priority="MEDIUM", priority_rank=PRIORITY_RANK["MEDIUM"], type="IMMEDIATE", control="ASSISTANT",
+             priority="MEDIUM", priority_rank=TaskPriority.MEDIUM.rank, type="IMMEDIATE", control="ASSISTANT",
              created_by="USER", created_at=now - timedelta(seconds=count - i),
              updated_at=now - timedelta(seconds=count - i))
         for i in range(count)
     ]  # fmt: skip
-    async with store._write() as s:
+    async with store.writing() as s:
         await s.run_sync(lambda sync: sync.bulk_insert_mappings(Task, rows))
     await store.close()
 
@@ -82,13 +84,13 @@ async def _naive_list(url: str, n: int) -> list[float]:
     """Baseline: every task loaded and sorted in Python, then the first 100 kept."""
     from sqlalchemy import select
 
-    from app.agent.schemas import task_json
+    from app.tasks.schemas import task_json
 
     store = await Store.open(url, migrate=False)
     out = []
     for _ in range(n):
         t0 = time.perf_counter()
-        async with store._read() as s:
+        async with store.reading() as s:
             tasks = (await s.scalars(select(Task))).all()
         page = sorted(tasks, key=lambda t: t.created_at, reverse=True)[:100]
         json.dumps([task_json(t) for t in page])
@@ -114,11 +116,21 @@ class Finish:
         await ctx.update(status="COMPLETED")
 
 
+def _deafen(worker: Worker) -> None:
+    """The baseline: a worker that only polls, as the reference product's does. Its wake-ups on local
+    changes and PostgreSQL's NOTIFY are cut, so it finds new tasks at its next 5 s poll."""
+    worker._unsubscribe()
+    listen = worker._listen_task
+    if listen is not None:  # it runs on the server thread's loop
+        listen.get_loop().call_soon_threadsafe(listen.cancel)
+
+
 def _start_latencies(url: str, n: int, event_driven: bool) -> list[float]:
     app = create_app(settings(url, worker_enabled=True, poll_seconds=5.0), executor=Finish())
     out = []
     with ServerThread(app) as srv, httpx.Client(base_url=srv.url) as c:
-        app.state.agent.worker.event_driven = event_driven
+        if not event_driven:
+            _deafen(app.state.tasks.worker)
         with connect(srv.url.replace("http://", "ws://") + "/ws") as ws:
             for _ in range(n):
                 # Let the worker go idle first. Against the polling baseline, arrive at a random point of

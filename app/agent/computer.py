@@ -1,7 +1,7 @@
 """Running one ``computer_*`` tool call on the desktop: validate, map coordinates, act, settle, screenshot.
 
 The model works in the scaled screenshot's pixels; `to_screen` maps every coordinate it gives back to
-the 1920x1080 screen before the arguments are validated by the desktop's own action model. A request
+the screen before the arguments are validated by the contract's action model. A request
 the desktop refuses (4xx) comes back to the model as an error tool result so it can correct itself;
 an unreachable desktop (or 503) is retried briefly and then raised as `DesktopDown`.
 """
@@ -18,11 +18,12 @@ from typing import Any
 import pybase64
 
 from app.agent.context import image_block, text_block
-from app.agent.desktop_client import DesktopClient, DesktopClientError
-from app.agent.screen import SCREEN, Size, model_size, png_size, resize_png, settle, to_model, to_screen
-from app.agent.tools import ACTION_MODELS, AGENT_FIELDS, SETTLING
+from app.agent.frames import png_size, resize_png, settle
+from app.computer.actions import ACTION_MODELS, parse_action
+from app.computer.client import DesktopClient, DesktopClientError
+from app.computer.geometry import Size, scaled_size, to_model, to_screen
+from app.computer.tools import CHANGES_SCREEN, CLIENT_FIELDS
 from app.config import AgentSettings
-from app.desktop.actions import parse_action
 from app.errors import InvalidAction
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ class Computer:
 
     def __init__(self, desktop: DesktopClient, settings: AgentSettings) -> None:
         self.desktop = desktop
-        self.image = model_size(settings.screenshot_width)
+        self.image = scaled_size(settings.screenshot_width)
         self.settle_within = settings.settle_timeout_ms / 1000
         self.settle_interval = settings.settle_interval_ms / 1000
 
@@ -125,7 +126,7 @@ class Computer:
             return _error(f"Unknown action {action!r}.")
         if "__invalid_json__" in args:
             return _error(f"Arguments were not a JSON object: {args['__invalid_json__'][:200]}")
-        raw = {k: v for k, v in map_coordinates(args, self.image).items() if k not in AGENT_FIELDS}
+        raw = {k: v for k, v in map_coordinates(args, self.image).items() if k not in CLIENT_FIELDS}
         try:  # the desktop's own validation, so the model gets the message /computer-use would give
             validated = parse_action({**raw, "action": action})
         except InvalidAction as e:
@@ -148,7 +149,7 @@ class Computer:
         if action == "write_file":
             msg = str(body.get("message") or f"Wrote {payload.get('path')}.")
             return Outcome([text_block(msg)], key=msg)
-        if action in SETTLING:
+        if action in CHANGES_SCREEN:
             shot = await self.settled_screenshot()
             return Outcome([text_block("Done."), image_block(shot)], key=_digest(shot))
         return Outcome([text_block("Done.")], key="done")
@@ -171,6 +172,3 @@ def _file_outcome(body: dict[str, Any]) -> Outcome:
     if len(content) > MAX_TEXT_CHARS:
         content = content[:MAX_TEXT_CHARS] + f"\n[... truncated, {len(content)} characters in all]"
     return Outcome([text_block(f"{head}:\n{content}")], key=key)
-
-
-__all__ = ["SCREEN", "Computer", "DesktopDown", "Outcome", "map_coordinates"]

@@ -2,7 +2,7 @@
 
 Which provider: with a proxy, all calls go to it (``litellm_proxy/<model_name>``, bearer
 ``AGENT_LLM_PROXY_KEY``) and the model list is the proxy's ``GET /model/info``. Without one, every provider
-whose key is set is available and the first of ``PROVIDERS`` (in that order) is the default, unless
+whose key is set is available and the first of ``app.config.PROVIDERS`` (in that order) is the default, unless
 ``AGENT_MODEL`` names another. Model names are ours, ``<provider>/<model>``
 (``anthropic/claude-sonnet-4-6``, ``local/qwen2.5vl``); ``route()`` turns one into LiteLLM arguments.
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from app.config import AgentSettings
+from app.config import PROVIDERS, AgentSettings, Provider, no_model_message
 
 log = logging.getLogger(__name__)
 
@@ -59,30 +59,6 @@ class LLMRejected(LLMError):
 
 
 @dataclass(frozen=True)
-class Provider:
-    name: str  # our provider name, the prefix of our model names
-    key_var: str  # the variable that enables it
-    model_var: str  # the variable naming its model
-    litellm_prefix: str  # LiteLLM's provider prefix
-
-
-PROVIDERS: tuple[Provider, ...] = (
-    Provider("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "anthropic"),
-    Provider("openai", "OPENAI_API_KEY", "OPENAI_MODEL", "openai"),
-    Provider("gemini", "GEMINI_API_KEY", "GEMINI_MODEL", "gemini"),
-    Provider("openrouter", "OPENROUTER_API_KEY", "OPENROUTER_MODEL", "openrouter"),
-    # any OpenAI-compatible server (Ollama, vLLM, LM Studio ...): LiteLLM's generic "openai/" route
-    Provider("local", "AGENT_OPENAI_BASE_URL", "AGENT_OPENAI_BASE_MODEL", "openai"),
-)
-
-NO_PROVIDER_MESSAGE = (
-    "No LLM provider is configured. Set one of ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, "
-    "OPENROUTER_API_KEY, or AGENT_OPENAI_BASE_URL (an OpenAI-compatible server such as Ollama or vLLM), "
-    "or AGENT_LLM_PROXY_URL (a LiteLLM proxy), in the agent service's environment."
-)
-
-
-@dataclass(frozen=True)
 class Route:
     """Everything LiteLLM needs to reach one model."""
 
@@ -101,30 +77,6 @@ class Route:
         return kw
 
 
-def _settings_key(s: AgentSettings, provider: str) -> str | None:
-    return {
-        "anthropic": s.anthropic_api_key,
-        "openai": s.openai_api_key,
-        "gemini": s.gemini_api_key,
-        "openrouter": s.openrouter_api_key,
-        "local": s.openai_base_url,
-    }[provider]
-
-
-def _settings_model(s: AgentSettings, provider: str) -> str:
-    return {
-        "anthropic": s.anthropic_model,
-        "openai": s.openai_model,
-        "gemini": s.gemini_model,
-        "openrouter": s.openrouter_model,
-        "local": s.openai_base_model,
-    }[provider]
-
-
-def configured_providers(s: AgentSettings) -> list[Provider]:
-    return [p for p in PROVIDERS if _settings_key(s, p.name)]
-
-
 def _route_for(s: AgentSettings, provider: Provider, model: str) -> Route:
     if provider.name == "local":
         return Route(
@@ -138,7 +90,7 @@ def _route_for(s: AgentSettings, provider: Provider, model: str) -> Route:
         name=f"{provider.name}/{model}",
         provider=provider.name,
         litellm_model=f"{provider.litellm_prefix}/{model}",
-        api_key=_settings_key(s, provider.name),
+        api_key=s.provider_key(provider),
     )
 
 
@@ -159,13 +111,13 @@ def route(s: AgentSettings, model: str | None = None) -> Route:
             # the proxy answers 500 to a request with no Authorization header at all
             api_key=s.llm_proxy_key or "no-key",
         )
-    providers = configured_providers(s)
+    providers = s.configured_providers()
     if not providers:
-        raise NoProvider(NO_PROVIDER_MESSAGE)
+        raise NoProvider(no_model_message())
     name = model or s.model
     if not name:
         first = providers[0]
-        return _route_for(s, first, _settings_model(s, first.name))
+        return _route_for(s, first, s.provider_model(first))
     prefix, _, rest = name.partition("/")
     for p in providers:
         if prefix == p.name and rest:
@@ -347,8 +299,8 @@ class LLM:
             names.append(default)
         except NoProvider:
             return []
-        for p in configured_providers(s):
-            names.append(_route_for(s, p, _settings_model(s, p.name)).name)
+        for p in s.configured_providers():
+            names.append(_route_for(s, p, s.provider_model(p)).name)
         for name in dict.fromkeys(names):
             r = self.route(name)
             out.append(

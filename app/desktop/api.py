@@ -19,8 +19,9 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import __version__
+from app.computer import actions
 from app.config import DesktopSettings
-from app.desktop import actions, vnc
+from app.desktop import vnc
 from app.desktop.controller import DesktopController
 from app.desktop.mcp import MCPEndpoint
 from app.errors import DesktopError, desktop_error_body, desktop_error_headers

@@ -25,9 +25,9 @@ from pathlib import Path
 import orjson
 import pybase64
 
+from app.computer import actions, keys
 from app.config import DesktopSettings
-from app.desktop import actions as A
-from app.desktop import apps, keys
+from app.desktop import apps
 from app.desktop.capture import Capturer, Image, tune_malloc
 from app.desktop.files import DesktopUser, FileContent, FileStore
 from app.desktop.x11 import BUTTONS, CONNECTION_ERRORS, SCROLL_BUTTONS, Clipboard, XConnection
@@ -90,25 +90,25 @@ class DesktopController:
         self._launched: dict[str, subprocess.Popen] = {}
         tune_malloc()
         self._handlers = {
-            A.MoveMouse: self.move_mouse,
-            A.TraceMouse: self.trace_mouse,
-            A.ClickMouse: self.click_mouse,
-            A.PressMouse: self.press_mouse,
-            A.DragMouse: self.drag_mouse,
-            A.Scroll: self.scroll,
-            A.TypeKeys: self.type_keys,
-            A.PressKeys: self.press_keys,
-            A.TypeText: self.type_text,
-            A.PasteText: self.paste_text,
-            A.Wait: self.wait,
-            A.Screenshot: self.screenshot,
-            A.CursorPosition: self.cursor_position,
-            A.Application: self.application,
-            A.WriteFile: self.write_file,
-            A.ReadFile: self.read_file,
+            actions.MoveMouse: self.move_mouse,
+            actions.TraceMouse: self.trace_mouse,
+            actions.ClickMouse: self.click_mouse,
+            actions.PressMouse: self.press_mouse,
+            actions.DragMouse: self.drag_mouse,
+            actions.Scroll: self.scroll,
+            actions.TypeKeys: self.type_keys,
+            actions.PressKeys: self.press_keys,
+            actions.TypeText: self.type_text,
+            actions.PasteText: self.paste_text,
+            actions.Wait: self.wait,
+            actions.Screenshot: self.screenshot,
+            actions.CursorPosition: self.cursor_position,
+            actions.Application: self.application,
+            actions.WriteFile: self.write_file,
+            actions.ReadFile: self.read_file,
         }
 
-    async def perform(self, action: A.Action) -> Outcome:
+    async def perform(self, action: actions.Action) -> Outcome:
         """Execute one validated action (see ``actions.parse_action``)."""
         return await self._handlers[type(action)](action)
 
@@ -199,7 +199,7 @@ class DesktopController:
                     x.sync()
 
     @staticmethod
-    def _tap(x: XConnection, where: A.Coordinates | None, button: int, count: int) -> None:
+    def _tap(x: XConnection, where: actions.Coordinates | None, button: int, count: int) -> None:
         if where is not None:
             x.move(*where.xy)
         for _ in range(count):
@@ -207,24 +207,24 @@ class DesktopController:
             x.button(button, False)
 
     # ------------------------------------------------------------------ mouse
-    async def move_mouse(self, a: A.MoveMouse) -> Outcome:
+    async def move_mouse(self, a: actions.MoveMouse) -> Outcome:
         async with self._input() as x:
             x.move(*a.coordinates.xy)
         return Outcome()
 
-    async def trace_mouse(self, a: A.TraceMouse) -> Outcome:
+    async def trace_mouse(self, a: actions.TraceMouse) -> Outcome:
         async with self._input(a.holdKeys) as x:
             for point in a.path:
                 x.move(*point.xy)
                 x.sync()
         return Outcome()
 
-    async def click_mouse(self, a: A.ClickMouse) -> Outcome:
+    async def click_mouse(self, a: actions.ClickMouse) -> Outcome:
         async with self._input(a.holdKeys) as x:
             await self._tap_held(x, a.coordinates, BUTTONS[a.button], a.clickCount, bool(a.holdKeys))
         return Outcome()
 
-    async def scroll(self, a: A.Scroll) -> Outcome:
+    async def scroll(self, a: actions.Scroll) -> Outcome:
         async with self._input(a.holdKeys) as x:
             await self._tap_held(
                 x, a.coordinates, SCROLL_BUTTONS[a.direction], a.scrollCount, bool(a.holdKeys)
@@ -232,7 +232,7 @@ class DesktopController:
         return Outcome()
 
     async def _tap_held(
-        self, x: XConnection, where: A.Coordinates | None, button: int, count: int, held: bool
+        self, x: XConnection, where: actions.Coordinates | None, button: int, count: int, held: bool
     ) -> None:
         """``_tap``; with keys held, keep them down until the window manager has let the clicks through.
 
@@ -249,14 +249,14 @@ class DesktopController:
             x.sync()
             await self._poll(lambda: not x.pointer_grabbed(), HELD_CLICK_TIMEOUT_S, interval=0.002)
 
-    async def press_mouse(self, a: A.PressMouse) -> Outcome:
+    async def press_mouse(self, a: actions.PressMouse) -> Outcome:
         async with self._input() as x:
             if a.coordinates is not None:
                 x.move(*a.coordinates.xy)
             x.button(BUTTONS[a.button], a.press == "down")
         return Outcome()
 
-    async def drag_mouse(self, a: A.DragMouse) -> Outcome:
+    async def drag_mouse(self, a: actions.DragMouse) -> Outcome:
         points = [p.xy for p in a.path]
         if len(points) == 2:  # a few intermediate points so toolkits pass their drag threshold smoothly
             (x0, y0), (x1, y1) = points
@@ -279,12 +279,12 @@ class DesktopController:
                 x.button(button, False)
         return Outcome()
 
-    async def cursor_position(self, a: A.CursorPosition) -> Outcome:
+    async def cursor_position(self, a: actions.CursorPosition) -> Outcome:
         with self._display() as x:
             return Outcome(position=x.pointer())
 
     # ------------------------------------------------------------------ keyboard
-    async def type_keys(self, a: A.TypeKeys) -> Outcome:
+    async def type_keys(self, a: actions.TypeKeys) -> Outcome:
         async with self._input() as x:
             await self._bind_keys(x, a.keys)
             for i, name in enumerate(a.keys):
@@ -296,7 +296,7 @@ class DesktopController:
                 self._release(x, codes)
         return Outcome()
 
-    async def press_keys(self, a: A.PressKeys) -> Outcome:
+    async def press_keys(self, a: actions.PressKeys) -> Outcome:
         async with self._input() as x:
             await self._bind_keys(x, a.keys)
             codes = self._keycodes(x, a.keys)
@@ -306,7 +306,7 @@ class DesktopController:
                 self._release(x, codes)
         return Outcome()
 
-    async def type_text(self, a: A.TypeText) -> Outcome:
+    async def type_text(self, a: actions.TypeText) -> Outcome:
         async with self._input() as x:
             await self._type(x, a.text, a.delay or 0)
         return Outcome()
@@ -349,7 +349,7 @@ class DesktopController:
             x.sync()
             await asyncio.sleep(SCRATCH_SETTLE_S)
 
-    async def paste_text(self, a: A.PasteText) -> Outcome:
+    async def paste_text(self, a: actions.PasteText) -> Outcome:
         async with self._input() as x:
             with self._connect_lock:
                 if self._clipboard is None or not self._clipboard.alive:
@@ -378,11 +378,11 @@ class DesktopController:
         return Outcome()
 
     # ------------------------------------------------------------------ other
-    async def wait(self, a: A.Wait) -> Outcome:
+    async def wait(self, a: actions.Wait) -> Outcome:
         await asyncio.sleep(a.duration / 1000)
         return Outcome()
 
-    async def screenshot(self, a: A.Screenshot) -> Outcome:
+    async def screenshot(self, a: actions.Screenshot) -> Outcome:
         image = await asyncio.to_thread(self.capture, a.format, a.quality, a.width, a.scale)
         return Outcome(image=image)
 
@@ -399,7 +399,7 @@ class DesktopController:
         except CONNECTION_ERRORS as exc:
             raise self._unavailable(exc) from None
 
-    async def application(self, a: A.Application) -> Outcome:
+    async def application(self, a: actions.Application) -> Outcome:
         async with self._input_lock:
             if a.application == apps.DESKTOP:
                 return await self._show_desktop()
@@ -492,7 +492,7 @@ class DesktopController:
             raise InvalidAction(f"cannot start {spec.argv[0]}: {exc.strerror}; is it installed?") from None
 
     # ------------------------------------------------------------------ files
-    async def write_file(self, a: A.WriteFile) -> Outcome:
+    async def write_file(self, a: actions.WriteFile) -> Outcome:
         try:
             data = self._decode(a.data)
             target = await self.files.write(a.path, data)
@@ -510,7 +510,7 @@ class DesktopController:
         except ValueError:
             raise InvalidAction("data is not valid base64 (standard alphabet, with padding)") from None
 
-    async def read_file(self, a: A.ReadFile) -> Outcome:
+    async def read_file(self, a: actions.ReadFile) -> Outcome:
         try:
             return Outcome(file=await self.files.read(a.path))
         except DesktopError as exc:

@@ -35,16 +35,17 @@ from mcp.types import Tool as MCPTool
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from app.desktop.actions import parse_action
+from app.computer.actions import parse_action
+from app.computer.geometry import SCREEN
+from app.computer.tools import PREFIX, TOOLS, ToolSpec
 from app.desktop.controller import DesktopController, Outcome
 from app.desktop.mcp_fastpath import FastWrites
-from app.desktop.toolspec import TOOLS, ToolSpec
 from app.errors import DesktopError
 
 INSTRUCTIONS = (
-    "Tools that drive a real 1920x1080 Linux desktop: look with computer_screenshot, act with the mouse and "
-    "keyboard tools, switch programs with computer_application, move files with computer_write_file and "
-    "computer_read_file. Coordinates are screen pixels, origin at the top-left corner."
+    f"Tools that drive a real {SCREEN} Linux desktop: look with {PREFIX}screenshot, act with the mouse and "
+    f"keyboard tools, switch programs with {PREFIX}application, move files with {PREFIX}write_file and "
+    f"{PREFIX}read_file. Coordinates are screen pixels, origin at the top-left corner."
 )
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
@@ -58,7 +59,12 @@ class DesktopMCP(MCPServer):
 
     async def list_tools(self) -> list[MCPTool]:
         return [
-            MCPTool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema)
+            MCPTool(
+                name=t.name,
+                title=t.title,
+                description=t.describe(SCREEN, "screen"),
+                input_schema=t.mcp_schema(),
+            )
             for t in TOOLS.values()
         ]
 

@@ -8,18 +8,14 @@ This module and ``capture.py`` are the only ones that import Xlib. Every call is
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
-import pkgutil
 import queue
 import select
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import cache
 
-import Xlib.keysymdef
 from Xlib import XK, X, Xatom, error
 from Xlib import display as xdisplay
 from Xlib.ext import xtest
@@ -34,15 +30,6 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
-
-
-@cache
-def keysym_names() -> dict[str, int]:
-    """Every X keysym name python-xlib knows (``Return``, ``Page_Up``, ``KP_5``, ``eacute`` ...)."""
-    for mod in pkgutil.iter_modules(Xlib.keysymdef.__path__):
-        XK.load_keysym_group(mod.name)
-        importlib.import_module(f"Xlib.keysymdef.{mod.name}")
-    return {k[3:]: v for k, v in vars(XK).items() if k.startswith("XK_") and isinstance(v, int)}
 
 
 def open_display(name: str) -> xdisplay.Display:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
@@ -24,13 +23,6 @@ class AgentFailed(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
-
-    @property
-    def reason(self) -> str:
-        try:
-            return HTTPStatus(self.status).phrase
-        except ValueError:
-            return "Error"
 
 
 # The status tabs of the task list: (key, label, statuses sent to the agent).

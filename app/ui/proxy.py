@@ -19,6 +19,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
 from app.bridge import pump_until_either_ends
+from app.errors import agent_error_body
 
 # RFC 9110 §7.6.1 connection-specific headers, plus the ones the HTTP client sets itself.
 _HOP_BY_HOP = {
@@ -89,14 +90,8 @@ class Upstream:
             else HTTPStatus.BAD_GATEWAY
         )
         why = type(error).__name__
-        return JSONResponse(
-            {
-                "statusCode": int(status),
-                "message": f"The {self.name} service at {self.base_url} is not reachable ({why}).",
-                "error": status.phrase,
-            },
-            status_code=int(status),
-        )
+        message = f"The {self.name} service at {self.base_url} is not reachable ({why})."
+        return JSONResponse(agent_error_body(int(status), message), status_code=int(status))
 
     async def forward_http(self, request: Request) -> Response:
         url = httpx.URL(

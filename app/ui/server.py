@@ -19,14 +19,16 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from app import __version__
-from app.config import UISettings
+from app.config import PROVIDERS, PROXY_VAR, UISettings
+from app.errors import agent_error_body
+from app.tasks.types import TaskPriority
 from app.ui.agent import FILTERS, AgentClient, AgentFailed, AgentUnavailable, statuses_for
 from app.ui.conversation import render_message
 from app.ui.proxy import Upstream, add_proxy_routes
 
 HERE = Path(__file__).parent
 
-STATUS_LABELS = {
+STATUS_LABELS: dict[str, str] = {
     "PENDING": "Queued",
     "IN_PROGRESS": "Running",
     "NEEDS_HELP": "Needs help",
@@ -35,14 +37,6 @@ STATUS_LABELS = {
     "CANCELLED": "Cancelled",
     "FAILED": "Failed",
 }
-PRIORITIES = ["LOW", "MEDIUM", "HIGH", "URGENT"]
-MODEL_VARIABLES = [
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "GEMINI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "AGENT_LLM_PROXY_URL",
-]
 
 
 def _templates() -> Jinja2Templates:
@@ -50,8 +44,9 @@ def _templates() -> Jinja2Templates:
     env = templates.env
     env.globals.update(
         status_labels=STATUS_LABELS,
-        priorities=PRIORITIES,
-        model_variables=MODEL_VARIABLES,
+        priorities=[p.value for p in TaskPriority],
+        providers=PROVIDERS,
+        proxy_var=PROXY_VAR,
         filters=FILTERS,
         version=__version__,
     )
@@ -165,11 +160,11 @@ def create_app(settings: UISettings | None = None) -> FastAPI:
     # Fragments let these through: the page's script shows the message.
     @app.exception_handler(AgentUnavailable)
     async def agent_unavailable(request: Request, e: AgentUnavailable) -> JSONResponse:
-        return JSONResponse({"statusCode": 502, "message": str(e), "error": "Bad Gateway"}, 502)
+        return JSONResponse(agent_error_body(502, str(e)), 502)
 
     @app.exception_handler(AgentFailed)
     async def agent_failed(request: Request, e: AgentFailed) -> JSONResponse:
-        return JSONResponse({"statusCode": e.status, "message": e.message, "error": e.reason}, e.status)
+        return JSONResponse(agent_error_body(e.status, e.message), e.status)
 
     # ------------------------------------------------------------------------------------------ proxy
 

@@ -22,7 +22,7 @@ from playwright.sync_api import Browser, Page, expect
 from app.config import UISettings
 from app.ui.server import create_app as ui_app
 from tests.fakes.llm_server import Request, ScriptedLLM, Step, text, tool
-from tests.integration.agent_loop.harness import loop_settings, serve_agent
+from tests.integration.agent.harness import loop_settings, serve_agent
 from tests.support.browser import PageErrors
 from tests.support.net import ServerThread
 

@@ -19,8 +19,8 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Browser, Page, expect
 
-from app.agent.api import create_app as agent_app
-from app.config import AgentSettings, UISettings
+from app.config import TaskSettings, UISettings
+from app.tasks.app import create_app as agent_app
 from app.ui.server import create_app as ui_app
 from tests.support.browser import PageErrors
 from tests.support.firefox import Firefox
@@ -36,8 +36,8 @@ class Stack:
     agent: httpx.Client  # the agent's own API, for what "someone else" does
 
 
-def agent_settings(tmp_path) -> AgentSettings:
-    return AgentSettings(
+def agent_settings(tmp_path) -> TaskSettings:
+    return TaskSettings(
         database_url=f"sqlite:///{tmp_path}/agent.db",
         worker_enabled=False,
         desktop_url=f"http://127.0.0.1:{free_port()}",

@@ -1,87 +1,51 @@
-"""Fixtures of the agent-service tests: one PostgreSQL server per session, a fresh database per test
-(SQLite file or PostgreSQL database), and the agent app served on real HTTP."""
+"""Agent-loop fixtures, one each per session: a display and the desktop service on it, the scripted LLM,
+and a real LiteLLM proxy in front of it."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 
-import httpx
 import pytest
 
-from app.agent.api import create_app
-from app.agent.queue import Executor
-from app.agent.store import Store
-from app.config import AgentSettings
-from tests.support.net import ServerThread, free_port
-from tests.support.postgres import PostgresServer
+from app.config import DesktopSettings
+from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
+from tests.fakes.llm_server import ScriptedLLM
+from tests.support.net import ServerThread
+from tests.support.xvfb import Display, managed_display
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
-    server = PostgresServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
-]
-
-
-@pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
-    """An empty database on each backend."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/agent.db"
-    return request.getfixturevalue("pg_server").create_database()
-
-
-def settings_for(db_url: str, **overrides) -> AgentSettings:
-    """Test settings: a desktop URL nothing listens on unless overridden, short leases, no polling."""
-    base = {
-        "database_url": db_url,
-        "worker_enabled": False,
-        "desktop_url": f"http://127.0.0.1:{free_port()}",
-        "lease_seconds": 2.0,
-        "poll_seconds": 30.0,
-        "desktop_files_dir": "/home/user/Desktop",
-    }
-    return AgentSettings(**{**base, **overrides})
-
-
-@contextmanager
-def serve(db_url: str, executor: Executor | None = None, **overrides) -> Iterator[httpx.Client]:
-    app = create_app(settings_for(db_url, **overrides), executor=executor)
-    with ServerThread(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
-        client.app = app  # type: ignore[attr-defined]
-        client.ws_url = server.url.replace("http://", "ws://") + "/ws"  # type: ignore[attr-defined]
-        yield client
+def scripted_server() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM().serve() as llm:
+        yield llm
 
 
 @pytest.fixture
-def api(db_url: str) -> Iterator[httpx.Client]:
-    """The agent API without a worker: statuses change only by request."""
-    with serve(db_url) as client:
-        yield client
+def scripted_llm(scripted_server: ScriptedLLM) -> ScriptedLLM:
+    """The session's scripted LLM with an empty script: call ``.play([...])`` in the test."""
+    scripted_server.play([])
+    return scripted_server
 
 
-def run(coro):
-    return asyncio.run(coro)
+@pytest.fixture(scope="session")
+def llm_proxy(scripted_server: ScriptedLLM) -> Iterator[LiteLLMProxy]:
+    """A real ``litellm --config`` proxy on loopback (master key set) whose one model is the scripted LLM."""
+    with litellm_proxy(scripted_server.base_url) as proxy:
+        yield proxy
 
 
-def with_store(db_url: str, fn: Callable):
-    """Run ``await fn(store)`` on a second connection to the same database (what another process sees)."""
+@pytest.fixture(scope="session")
+def loop_display() -> Iterator[Display]:
+    """An Xvfb + xfwm4 of these tests' own: the programs the agent opens (a terminal ...) stay off the
+    display the desktop-service tests use, and die with this display at the end."""
+    with managed_display() as d:
+        yield d
 
-    async def go():
-        store = await Store.open(db_url, migrate=False)
-        try:
-            return await fn(store)
-        finally:
-            await store.close()
 
-    return run(go())
+@pytest.fixture(scope="session")
+def desktop_url(loop_display: Display) -> Iterator[str]:
+    """The real desktop service on that Xvfb, over real HTTP."""
+    from app.desktop.api import create_app
+
+    with ServerThread(create_app(DesktopSettings(display=loop_display.name))) as server:
+        yield server.url

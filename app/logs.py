@@ -1,0 +1,90 @@
+"""One logging configuration for every service: one line per event, fields as ``key=value``, no secrets.
+
+    2026-11-23T20:41:07.120Z INFO deskpilot.desktop action=click_mouse ms=0.41 outcome=ok
+
+A service calls ``configure()`` when its app is created; uvicorn's own loggers (errors, access) are routed
+through the same handler. Fields come from ``extra={...}``. ``DESKPILOT_LOG_FORMAT=json`` writes one JSON
+object per line instead; ``DESKPILOT_LOG_LEVEL`` sets the level (default INFO). Every value of an
+environment variable that names a secret (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``, and the
+password in ``DATABASE_URL``) is replaced by ``***`` wherever it would appear in a line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import time
+from typing import Any
+
+import orjson
+
+# Attributes every LogRecord has; anything else on a record came from ``extra`` and is a field.
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+_SECRET_NAME = re.compile(r"(_KEY|_TOKEN|_SECRET|PASSWORD)$|^DESKPILOT_TOKEN$", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"://[^:/@]+:([^@]+)@")
+_BARE = re.compile(r"^[\w.:/@+-]+$")
+
+
+def secret_values(environ: dict[str, str] | None = None) -> list[str]:
+    """The secret values in the environment, longest first (so a secret containing another is hidden
+    whole). Values shorter than 6 characters are left alone: they would mask ordinary words."""
+    env = os.environ if environ is None else environ
+    found = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 6}
+    for k in ("DATABASE_URL", "AGENT_DATABASE_URL"):
+        if m := _URL_PASSWORD.search(env.get(k, "")):
+            found.add(m.group(1))
+    return sorted(found, key=len, reverse=True)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    s = str(v)
+    return s if s and _BARE.match(s) else orjson.dumps(s).decode()
+
+
+class Formatter(logging.Formatter):
+    def __init__(self, json_lines: bool = False, secrets: list[str] | None = None) -> None:
+        super().__init__()
+        self.json_lines = json_lines
+        self.secrets = secrets if secrets is not None else secret_values()
+
+    def _when(self, record: logging.LogRecord) -> str:
+        ms = int(record.msecs)
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{ms:03d}Z"
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + self.formatException(record.exc_info)
+        if self.json_lines:
+            body = {"time": self._when(record), "level": record.levelname, "logger": record.name}
+            line = orjson.dumps({**body, "message": message, **fields}, default=str).decode()
+        else:
+            parts = [self._when(record), record.levelname, record.name, message]
+            parts += [f"{k}={_value(v)}" for k, v in fields.items()]
+            line = " ".join(p for p in parts if p)
+        for secret in self.secrets:
+            line = line.replace(secret, "***")
+        return line
+
+
+def configure(level: str | None = None) -> None:
+    """Route every logger (ours and uvicorn's) to one stderr handler with ``Formatter``. Idempotent."""
+    root = logging.getLogger()
+    handler = next((h for h in root.handlers if isinstance(h.formatter, Formatter)), None)
+    if handler is None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(Formatter(os.environ.get("DESKPILOT_LOG_FORMAT", "").lower() == "json"))
+        root.addHandler(handler)
+    root.setLevel((level or os.environ.get("DESKPILOT_LOG_LEVEL") or "INFO").upper())
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        log = logging.getLogger(name)
+        log.handlers.clear()
+        log.propagate = True
+    # chatty libraries: their INFO lines are per request, not events of ours
+    for name in ("httpx", "httpcore", "LiteLLM", "litellm", "mcp", "sse_starlette"):
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -1,0 +1,133 @@
+"""The official MCP client against /mcp on a real desktop: SSE and streamable HTTP, all 16 tools."""
+
+from __future__ import annotations
+
+import base64
+import io
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.sse import sse_client
+from PIL import Image
+
+from app.computer.actions import ACTION_MODELS
+from app.computer.tools import TOOLS
+from app.config import DesktopSettings
+from app.desktop.api import create_app
+from app.desktop.files import DesktopUser
+from tests.support.net import ServerThread
+from tests.support.xvfb import Display
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def desktop(display: Display) -> Iterator[str]:
+    settings = DesktopSettings(display=display.name, mcp_allowed_hosts=["desktop.example"])
+    with ServerThread(create_app(settings)) as server:
+        yield server.url
+
+
+def transports(url: str) -> dict[str, object]:
+    return {"sse": sse_client(f"{url}/mcp"), "streamable-http": f"{url}/mcp"}
+
+
+@pytest.mark.parametrize("transport", ["sse", "streamable-http"])
+async def test_lists_the_sixteen_desktop_tools(desktop: str, transport: str) -> None:
+    async with Client(transports(desktop)[transport]) as client:
+        tools = (await client.list_tools()).tools
+    names = {t.name for t in tools}
+    assert names == {f"computer_{a}" for a in ACTION_MODELS}
+    assert len(names) == 16
+    click = next(t for t in tools if t.name == "computer_click_mouse")
+    assert "1920x1080" in click.description
+    assert set(click.input_schema["required"]) == {"button", "clickCount"}
+
+
+def test_tool_schemas_are_the_http_models() -> None:
+    for action, model in ACTION_MODELS.items():
+        spec = TOOLS[f"computer_{action}"]
+        assert spec.model is model
+        assert set(spec.mcp_schema()["properties"]) == set(model.model_fields) - {"action"}
+
+
+@pytest.mark.parametrize("transport", ["sse", "streamable-http"])
+async def test_moves_the_mouse_and_reads_the_position_back(desktop: str, transport: str) -> None:
+    async with Client(transports(desktop)[transport]) as client:
+        moved = await client.call_tool("computer_move_mouse", {"coordinates": {"x": 321, "y": 654}})
+        assert not moved.is_error
+        pos = await client.call_tool("computer_cursor_position", {})
+    assert pos.structured_content == {"x": 321, "y": 654}
+    assert "321" in pos.content[0].text
+
+
+@pytest.mark.parametrize("transport", ["sse", "streamable-http"])
+async def test_screenshot_is_png_image_content(desktop: str, transport: str) -> None:
+    async with Client(transports(desktop)[transport]) as client:
+        full = await client.call_tool("computer_screenshot", {})
+        small = await client.call_tool("computer_screenshot", {"width": 960})
+    [image] = full.content
+    assert image.type == "image" and image.mime_type == "image/png"
+    assert Image.open(io.BytesIO(base64.b64decode(image.data))).size == (1920, 1080)
+    assert Image.open(io.BytesIO(base64.b64decode(small.content[0].data))).size == (960, 540)
+
+
+async def test_writes_and_reads_a_file_as_an_embedded_resource(desktop: str) -> None:
+    payload = "héllo from MCP\n".encode()
+    name = f"mcp-note-{uuid.uuid4().hex[:8]}.txt"  # on the real ~/Desktop of the desktop user
+    try:
+        async with Client(sse_client(f"{desktop}/mcp")) as client:
+            data = base64.b64encode(payload).decode()
+            wrote = await client.call_tool("computer_write_file", {"path": name, "data": data})
+            assert not wrote.is_error, wrote.content
+            read = await client.call_tool("computer_read_file", {"path": name})
+    finally:
+        DesktopUser.lookup("user").home.joinpath("Desktop", name).unlink(missing_ok=True)
+    resource = next(c for c in read.content if c.type == "resource").resource
+    assert base64.b64decode(resource.blob) == payload
+    assert resource.mime_type == "text/plain"
+    assert resource.uri == f"file:///home/user/Desktop/{name}"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("computer_type_keys", {"keys": ["ctrl", "notakey"]}),
+        ("computer_click_mouse", {"button": "left"}),
+        ("computer_read_file", {"path": "no/such/file.txt"}),
+    ],
+)
+async def test_errors_are_is_error_with_the_http_message(desktop: str, tool: str, arguments: dict) -> None:
+    action = tool.removeprefix("computer_")
+    async with httpx.AsyncClient() as http_client:
+        http = await http_client.post(f"{desktop}/computer-use", json={"action": action, **arguments})
+    assert http.status_code in (400, 404)
+    async with Client(f"{desktop}/mcp") as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    assert result.content[0].text == http.json()["error"]
+
+
+def test_host_header_protection_allows_loopback_and_configured_hosts(desktop: str) -> None:
+    def status(host: str) -> int:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        headers = {"Host": host, "Accept": "application/json, text/event-stream"}
+        return httpx.post(f"{desktop}/mcp", json=body, headers=headers).status_code
+
+    assert status("evil.example:9990") == 421
+    assert status("desktop.example") != 421
+    assert status("desktop.example:9990") != 421
+
+
+def test_sse_stream_checks_the_host_header_too(desktop: str) -> None:
+    def opens(host: str) -> httpx.Response:
+        with httpx.stream("GET", f"{desktop}/mcp", headers={"Host": host}) as response:
+            return response  # headers only: the stream stays open until closed here
+
+    assert opens("evil.example:9990").status_code == 421
+    accepted = opens("desktop.example:9990")
+    assert accepted.status_code == 200
+    assert accepted.headers["content-type"].startswith("text/event-stream")

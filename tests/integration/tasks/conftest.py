@@ -1,0 +1,87 @@
+"""Fixtures of the agent-service tests: one PostgreSQL server per session, a fresh database per test
+(SQLite file or PostgreSQL database), and the agent app served on real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+from app.config import TaskSettings
+from app.tasks.app import create_app
+from app.tasks.executor import Executor
+from app.tasks.store import Store
+from tests.support.net import ServerThread, free_port
+from tests.support.postgres import PostgresServer
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    """An empty database on each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/agent.db"
+    return request.getfixturevalue("pg_server").create_database()
+
+
+def settings_for(db_url: str, **overrides) -> TaskSettings:
+    """Test settings: a desktop URL nothing listens on unless overridden, short leases, no polling."""
+    base = {
+        "database_url": db_url,
+        "worker_enabled": False,
+        "desktop_url": f"http://127.0.0.1:{free_port()}",
+        "lease_seconds": 2.0,
+        "poll_seconds": 30.0,
+        "desktop_files_dir": "/home/user/Desktop",
+    }
+    return TaskSettings(**{**base, **overrides})
+
+
+@contextmanager
+def serve(db_url: str, executor: Executor | None = None, **overrides) -> Iterator[httpx.Client]:
+    app = create_app(settings_for(db_url, **overrides), executor=executor)
+    with ServerThread(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        client.app = app  # type: ignore[attr-defined]
+        client.ws_url = server.url.replace("http://", "ws://") + "/ws"  # type: ignore[attr-defined]
+        yield client
+
+
+@pytest.fixture
+def api(db_url: str) -> Iterator[httpx.Client]:
+    """The agent API without a worker: statuses change only by request."""
+    with serve(db_url) as client:
+        yield client
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def with_store(db_url: str, fn: Callable):
+    """Run ``await fn(store)`` on a second connection to the same database (what another process sees)."""
+
+    async def go():
+        store = await Store.open(db_url, migrate=False)
+        try:
+            return await fn(store)
+        finally:
+            await store.close()
+
+    return run(go())

@@ -1,0 +1,64 @@
+"""Computer: the fallbacks around the desktop service (no downscaling, unreachable desktop)."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import pytest
+from PIL import Image
+
+from app.agent import computer as computer_mod
+from app.agent.computer import Computer, DesktopDown
+from app.agent.frames import png_size
+from app.computer.client import DesktopClient, DesktopClientError
+from app.config import AgentSettings
+
+
+def png_b64(w: int, h: int) -> str:
+    out = io.BytesIO()
+    Image.new("RGB", (w, h), (200, 10, 10)).save(out, format="PNG")
+    return base64.b64encode(out.getvalue()).decode()
+
+
+class OldDesktop(DesktopClient):
+    """A desktop service that ignores the screenshot `width` field and fails `failures` times first."""
+
+    def __init__(self, failures: int = 0, status: int = 503) -> None:
+        self.failures, self.status, self.calls = failures, status, []
+
+    async def action(self, action: str, **fields):
+        self.calls.append((action, fields))
+        if self.failures:
+            self.failures -= 1
+            raise DesktopClientError(f"{action} failed ({self.status})", self.status)
+        if action == "screenshot":
+            return {"success": True, "data": {"image": png_b64(1920, 1080)}}
+        return {"success": True}
+
+
+@pytest.mark.anyio
+async def test_full_size_screenshots_are_scaled_here_when_the_desktop_does_not() -> None:
+    c = Computer(OldDesktop(), AgentSettings(screenshot_width=1280))
+    shot = await c.screenshot()
+    assert png_size(base64.b64decode(shot)) == c.image
+    assert c.desktop.calls == [("screenshot", {"width": 1280})]
+
+
+@pytest.mark.anyio
+async def test_an_unavailable_desktop_is_retried_then_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(computer_mod, "DOWN_RETRIES", (0.0, 0.0))
+    ok = Computer(OldDesktop(failures=2), AgentSettings())
+    assert (await ok.run("wait", {"duration": 1})).is_error is False
+    down = Computer(OldDesktop(failures=10), AgentSettings())
+    with pytest.raises(DesktopDown):
+        await down.run("wait", {"duration": 1})
+    assert len(down.desktop.calls) == 3
+
+
+@pytest.mark.anyio
+async def test_a_refused_action_is_an_error_result_not_a_retry() -> None:
+    c = Computer(OldDesktop(failures=1, status=400), AgentSettings())
+    out = await c.run("type_keys", {"keys": ["ctrl"]})
+    assert out.is_error and "400" in out.content[0]["text"]
+    assert len(c.desktop.calls) == 1
