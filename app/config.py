@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -209,3 +209,34 @@ class UISettings(BaseSettings):
     agent_url: str = "http://127.0.0.1:9991"  # proxied at /api, WebSocket events at /api/ws
     desktop_url: str = "http://127.0.0.1:9990"  # its /vnc (noVNC + WebSocket bridge) is proxied as is
     page_size: int = 50  # tasks per page of the task list
+
+
+def _names(value: object) -> object:
+    """A comma-separated variable as a list (blank entries dropped)."""
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
+class SecuritySettings(BaseSettings):
+    """Who may reach the services: one set for all three (docs/security.md)."""
+
+    model_config = SettingsConfigDict(env_prefix="DESKPILOT_", extra="ignore", populate_by_name=True)
+
+    # The one secret. Unset on loopback only (make run); the appliance generates one when it listens
+    # on another address.
+    token: SecretStr | None = None
+    # Services that must not see the token (the desktop service runs as the desktop user) get its digest.
+    token_sha256: str | None = None
+    # "off": no token required even if one is set (an explicit, logged opt-out).
+    auth: Literal["on", "off"] = "on"
+    # Host names besides loopback the services answer to (DNS-rebinding protection); "*" = any.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default=[], validation_alias=AliasChoices("DESKPILOT_ALLOWED_HOSTS", "DESKTOP_MCP_ALLOWED_HOSTS")
+    )
+    # Browser origins besides the service's own that may send requests that change something, and read
+    # the APIs cross-origin (CORS), e.g. https://my-dashboard.example.
+    allowed_origins: Annotated[list[str], NoDecode] = []
+
+    _split = field_validator("allowed_hosts", "allowed_origins", mode="before")(_names)
+
+    def token_value(self) -> str | None:
+        return self.token.get_secret_value() if self.token and self.auth == "on" else None
