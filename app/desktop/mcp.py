@@ -38,8 +38,8 @@ from starlette.types import Receive, Scope, Send
 from app.computer.actions import parse_action
 from app.computer.geometry import SCREEN
 from app.computer.tools import PREFIX, TOOLS, ToolSpec
+from app.desktop import mcp_fastpath
 from app.desktop.controller import DesktopController, Outcome
-from app.desktop.mcp_fastpath import FastWrites
 from app.errors import DesktopError
 
 INSTRUCTIONS = (
@@ -134,6 +134,7 @@ class MCPEndpoint:
     """The routes and lifespan of ``/mcp``, to add to the desktop FastAPI app."""
 
     def __init__(self, controller: DesktopController, allowed_hosts: list[str]) -> None:
+        self._speedups = mcp_fastpath.install()
         self.server = DesktopMCP(controller)
         security = transport_security(allowed_hosts)
         self._streamable = self.server.streamable_http_app(
@@ -157,12 +158,14 @@ class MCPEndpoint:
         await (self._serve_sse if legacy_sse else self._streamable)(scope, receive, send)
 
     async def _serve_sse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """One legacy SSE connection, its outgoing messages through ``FastWrites`` (see mcp_fastpath)."""
+        """One legacy SSE connection, its outgoing messages through ``FastWrites`` where installed."""
         opened = False
         try:
             async with self._sse.connect_sse(scope, receive, send) as (read, write):
                 opened = True
-                await self.server.run_session(read, FastWrites(write))
+                if mcp_fastpath.SSE_WRITES in self._speedups:
+                    write = mcp_fastpath.FastWrites(write)
+                await self.server.run_session(read, write)
         except ValueError:
             if opened:
                 raise
