@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 # The release series (major, minor) each speed-up was written and tested for, by the library it relies on.
 TESTED = {"mcp": (2, 3), "sse-starlette": (3, 7)}
 
-SSE_LINE_BREAKS = "sse-line-breaks"  # sse-starlette: ServerSentEvent's line-splitting regex
+# sse-starlette: ServerSentEvent's line-splitting regex (SSE and handshake-era streamable-HTTP streams)
+SSE_LINE_BREAKS = "sse-line-breaks"
 SSE_WRITES = "sse-writes"  # mcp: the SSE writer uses a message only as ``Outgoing`` provides (FastWrites)
 STREAMABLE_DUMPS = "streamable-dumps"  # mcp: the 2026-07-28 streamable-HTTP handler's ``json.dumps``
 RELIES_ON = {SSE_LINE_BREAKS: "sse-starlette", SSE_WRITES: "mcp", STREAMABLE_DUMPS: "mcp"}
@@ -76,11 +77,12 @@ def _choose(versions: tuple[tuple[str, str], ...]) -> frozenset[str]:
     return active
 
 
-# ----------------------------------------------------------------------------------- SSE (legacy transport)
+# ---------------------------------------------------------------------------------------------- SSE streams
 
 
 class _LineBreaks:
-    """sse-starlette splits every event's data on line breaks with a regex: ~9 ms for one screenshot.
+    """sse-starlette, which writes the event streams of both the SSE transport and handshake-era
+    streamable HTTP, splits every event's data on line breaks with a regex: ~9 ms for one screenshot.
     A JSON-RPC message is a single line, so look for a line break with ``str.__contains__`` first
     (~0.1 ms); the result is the same either way."""
 
