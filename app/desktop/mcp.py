@@ -1,8 +1,8 @@
-"""The desktop actions as MCP tools (official SDK 2.x), served at ``/mcp``.
+"""The desktop actions as MCP tools, served at ``/mcp`` with the MCP SDK's low-level ``Server``.
 
-Tools are generated from the same pydantic models as ``POST /computer-use`` (``actions.ACTION_MODELS``)
-and run through the same ``DesktopController``: an argument error or a failed action comes back as
-``isError: true`` with exactly the message the HTTP API gives.
+Tools come from the one tool table (``app.computer.tools.TOOLS``); a call is validated like a
+``POST /computer-use`` body (``parse_action``) and run by the same ``DesktopController``, so an argument
+error or a failed action comes back as ``isError: true`` with exactly the message the HTTP API gives.
 
 Transports, both on ``/mcp`` so a client configured as ``{type: "sse", url: ".../mcp"}`` works unchanged:
 
@@ -13,34 +13,40 @@ Transports, both on ``/mcp`` so a client configured as ``{type: "sse", url: "...
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pybase64
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server import ServerRequestContext
+from mcp.server.lowlevel import Server
 from mcp.server.sse import SseServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared._stream_protocols import ReadStream, WriteStream
-from mcp.shared.message import SessionMessage
 from mcp.types import (
     BlobResourceContents,
+    CallToolRequestParams,
     CallToolResult,
     EmbeddedResource,
     ImageContent,
+    ListToolsResult,
+    PaginatedRequestParams,
     TextContent,
+    Tool,
 )
-from mcp.types import Tool as MCPTool
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
+from app import __version__
 from app.computer.actions import parse_action
 from app.computer.geometry import SCREEN
 from app.computer.tools import PREFIX, TOOLS, ToolSpec
+from app.desktop import mcp_fastpath
 from app.desktop.controller import DesktopController, Outcome
-from app.desktop.mcp_fastpath import FastWrites
 from app.errors import DesktopError
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     f"Tools that drive a real {SCREEN} Linux desktop: look with {PREFIX}screenshot, act with the mouse and "
@@ -50,16 +56,13 @@ INSTRUCTIONS = (
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
 
-class DesktopMCP(MCPServer):
-    """An MCPServer whose tool table is the desktop's action models (one source for HTTP and MCP)."""
+class DesktopTools:
+    """The tool table as the low-level server's ``tools/list`` and ``tools/call`` handlers."""
 
     def __init__(self, controller: DesktopController) -> None:
-        super().__init__("deskpilot-desktop", instructions=INSTRUCTIONS)
         self.controller = controller
-
-    async def list_tools(self) -> list[MCPTool]:
-        return [
-            MCPTool(
+        self.tools = [
+            Tool(
                 name=t.name,
                 title=t.title,
                 description=t.describe(SCREEN, "screen"),
@@ -67,23 +70,43 @@ class DesktopMCP(MCPServer):
             )
             for t in TOOLS.values()
         ]
+        self.schemas = {t.name: t.input_schema for t in self.tools}
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:
-        spec = TOOLS.get(name)
+    def server(self) -> Server[Any]:
+        return Server(
+            "deskpilot-desktop",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            get_tool_input_schema=self.schemas.get,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+        )
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        return ListToolsResult(tools=self.tools)
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        spec = TOOLS.get(params.name)
         if spec is None:
-            raise ToolError(f"unknown tool {name!r}; available: {', '.join(TOOLS)}")
+            return error_result(f"unknown tool {params.name!r}; available: {', '.join(TOOLS)}")
         try:
-            action = parse_action({**arguments, "action": spec.action})
-            outcome = await self.controller.perform(action)
+            body = {**(params.arguments or {}), "action": spec.action}
+            outcome = await self.controller.perform(parse_action(body))
         except DesktopError as exc:
-            # ToolError's text reaches the client verbatim as an isError result: the HTTP API's message.
-            raise ToolError(exc.message) from None
+            return error_result(exc.message)  # the HTTP API's message, verbatim
+        except Exception as exc:
+            # What the HTTP API answers with a 500; a tool result keeps the client's session going.
+            log.exception("MCP tool call failed", extra={"tool": params.name})
+            return error_result(f"internal error: {type(exc).__name__}: {exc}")
         return to_result(spec, outcome)
 
-    async def run_session(self, read: ReadStream[Any], write: WriteStream[SessionMessage]) -> None:
-        """Serve one client over a pair of streams (what ``sse_app`` does for each SSE connection)."""
-        server = self._lowlevel_server
-        await server.run(read, write, server.create_initialization_options())
+
+def error_result(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(text=message)], is_error=True)
 
 
 def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
@@ -134,11 +157,11 @@ class MCPEndpoint:
     """The routes and lifespan of ``/mcp``, to add to the desktop FastAPI app."""
 
     def __init__(self, controller: DesktopController, allowed_hosts: list[str]) -> None:
-        self.server = DesktopMCP(controller)
+        self._speedups = mcp_fastpath.install()
+        self.server = DesktopTools(controller).server()
+        self._init_options = self.server.create_initialization_options()
         security = transport_security(allowed_hosts)
-        self._streamable = self.server.streamable_http_app(
-            streamable_http_path="/mcp", transport_security=security
-        )
+        self._sessions = StreamableHTTPSessionManager(app=self.server, security_settings=security)
         self._sse = SseServerTransport("/mcp/messages/", security_settings=security)
 
     @property
@@ -154,15 +177,17 @@ class MCPEndpoint:
         # (POST, DELETE, a streamable-HTTP client's GET with Mcp-Session-Id) is streamable HTTP.
         headers = dict(scope["headers"])
         legacy_sse = scope["method"] == "GET" and b"mcp-session-id" not in headers
-        await (self._serve_sse if legacy_sse else self._streamable)(scope, receive, send)
+        await (self._serve_sse if legacy_sse else self._sessions.handle_request)(scope, receive, send)
 
     async def _serve_sse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """One legacy SSE connection, its outgoing messages through ``FastWrites`` (see mcp_fastpath)."""
+        """One legacy SSE connection, its outgoing messages through ``FastWrites`` where installed."""
         opened = False
         try:
             async with self._sse.connect_sse(scope, receive, send) as (read, write):
                 opened = True
-                await self.server.run_session(read, FastWrites(write))
+                if mcp_fastpath.SSE_WRITES in self._speedups:
+                    write = mcp_fastpath.FastWrites(write)
+                await self.server.run(read, write, self._init_options)
         except ValueError:
             if opened:
                 raise
@@ -170,7 +195,7 @@ class MCPEndpoint:
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """The streamable-HTTP session manager must run for the app's lifetime (a mounted app's own
-        lifespan would not be run)."""
-        async with self.server.session_manager.run():
+        """The streamable-HTTP session manager must run for the app's lifetime (it holds the sessions'
+        tasks and the server's lifespan)."""
+        async with self._sessions.run():
             yield

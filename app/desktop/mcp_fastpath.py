@@ -1,28 +1,93 @@
-"""Hot-path fixes for the MCP SDK's transports, where a screenshot is one 1.3 MB JSON-RPC message.
+"""Hot-path speed-ups for the MCP SDK's transports, where a screenshot is one 1.3 MB JSON-RPC message.
 
-Each fix keeps what goes on the wire the same (unit-tested); if the SDK changes underneath, the worst
-case is losing the speed-up, not behaving differently. Measured with ``bench/mcp_screenshot.py``.
+None of them changes what goes on the wire (unit-tested). Each one leans on a private detail of a library,
+so ``install()`` puts them in place only on the release series they were written and tested for; on any
+other version the endpoint runs as the libraries ship it, correct and only slower. Measured with
+``bench/mcp_screenshot.py``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
+import re
+from collections.abc import Callable
+from importlib import metadata
 from types import ModuleType, TracebackType
-from typing import Any, Self, cast
+from typing import Any, Protocol, Self, cast
 
 import orjson
-from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCMessage
 from sse_starlette.event import ServerSentEvent
 
+log = logging.getLogger(__name__)
+
+# The release series (major, minor) each speed-up was written and tested for, by the library it relies on.
+TESTED = {"mcp": (2, 3), "sse-starlette": (3, 7)}
+
+# sse-starlette: ServerSentEvent's line-splitting regex (SSE and handshake-era streamable-HTTP streams)
+SSE_LINE_BREAKS = "sse-line-breaks"
+SSE_WRITES = "sse-writes"  # mcp: the SSE writer uses a message only as ``Outgoing`` provides (FastWrites)
+STREAMABLE_DUMPS = "streamable-dumps"  # mcp: the 2026-07-28 streamable-HTTP handler's ``json.dumps``
+RELIES_ON = {SSE_LINE_BREAKS: "sse-starlette", SSE_WRITES: "mcp", STREAMABLE_DUMPS: "mcp"}
+
+
+def install(version: Callable[[str], str] = metadata.version) -> frozenset[str]:
+    """Put in place the speed-ups whose library is a tested version, and return their names.
+
+    Idempotent. Logs once per process which were installed (INFO) and which were skipped (WARNING).
+    ``version`` reads a distribution's version (``importlib.metadata.version``; tests pass their own).
+    """
+    active = _choose(tuple((dist, _version_of(dist, version)) for dist in TESTED))
+    if SSE_LINE_BREAKS in active:
+        _install_line_breaks()
+    if STREAMABLE_DUMPS in active:
+        _install_streamable_dumps()
+    return active
+
+
+def _version_of(dist: str, version: Callable[[str], str]) -> str:
+    try:
+        return version(dist)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _tested(dist: str, version: str) -> bool:
+    series = re.match(r"(\d+)\.(\d+)", version)
+    return series is not None and (int(series[1]), int(series[2])) == TESTED[dist]
+
+
+@functools.cache
+def _choose(versions: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    """The speed-ups for these library versions; cached, so each outcome is logged once."""
+    ok = {dist for dist, v in versions if _tested(dist, v)}
+    active = frozenset(name for name, dist in RELIES_ON.items() if dist in ok)
+    found = ", ".join(f"{dist} {v}" for dist, v in versions)
+    if active:
+        log.info("MCP speed-ups installed", extra={"speedups": ",".join(sorted(active)), "versions": found})
+    if skipped := sorted(set(RELIES_ON) - active):
+        tested = ", ".join(f"{dist} {a}.{b}.x" for dist, (a, b) in TESTED.items())
+        log.warning(
+            "MCP speed-ups skipped on untested library versions (replies are the same, only slower)",
+            extra={"speedups": ",".join(skipped), "versions": found, "tested": tested},
+        )
+    return active
+
+
+# ---------------------------------------------------------------------------------------------- SSE streams
+
 
 class _LineBreaks:
-    """sse-starlette splits every event's data on line breaks with a regex: ~9 ms for one screenshot.
+    """sse-starlette, which writes the event streams of both the SSE transport and handshake-era
+    streamable HTTP, splits every event's data on line breaks with a regex: ~9 ms for one screenshot.
     A JSON-RPC message is a single line, so look for a line break with ``str.__contains__`` first
     (~0.1 ms); the result is the same either way."""
 
-    _regex = ServerSentEvent._LINE_SEP_EXPR
+    def __init__(self, regex: re.Pattern[str]) -> None:
+        self._regex = regex
 
     def split(self, text: str) -> list[str]:
         return self._regex.split(text) if "\n" in text or "\r" in text else [text]
@@ -31,8 +96,10 @@ class _LineBreaks:
         return self._regex.sub(repl, text)
 
 
-if not isinstance(ServerSentEvent._LINE_SEP_EXPR, _LineBreaks):
-    ServerSentEvent._LINE_SEP_EXPR = _LineBreaks()  # type: ignore[assignment]
+def _install_line_breaks() -> None:
+    regex = ServerSentEvent._LINE_SEP_EXPR
+    if isinstance(regex, re.Pattern):  # otherwise already installed (or changed: leave it)
+        ServerSentEvent._LINE_SEP_EXPR = _LineBreaks(regex)  # type: ignore[assignment]
 
 
 class Outgoing:
@@ -60,10 +127,16 @@ class Outgoing:
         return f"{type(self.message).__name__}(id={getattr(self.message, 'id', None)!r}, ...)"
 
 
-class FastWrites:
-    """A server write stream that hands each message on as ``Outgoing``."""
+class _Sink(Protocol):
+    async def send(self, item: SessionMessage, /) -> None: ...
+    async def aclose(self) -> None: ...
 
-    def __init__(self, inner: WriteStream[SessionMessage]) -> None:
+
+class FastWrites:
+    """A server write stream that hands each message on as ``Outgoing`` (only where ``SSE_WRITES`` is
+    installed: it relies on how the SDK's SSE writer uses a message)."""
+
+    def __init__(self, inner: _Sink) -> None:
         self._inner = inner
 
     async def send(self, item: SessionMessage, /) -> None:
@@ -80,6 +153,9 @@ class FastWrites:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+# ------------------------------------------------------------------------------------------ streamable HTTP
 
 
 def _fast_dumps(obj: Any, **options: Any) -> str:
@@ -99,11 +175,8 @@ def _install_streamable_dumps() -> None:
         from mcp.server import _streamable_http_modern as handler
     except ImportError:  # the SDK moved it: keep its own (slower) serialiser
         return
-    if getattr(handler, "json", None) is json:
+    if getattr(handler, "json", None) is json:  # otherwise already installed (or changed: leave it)
         # The handler's own `json` (loads, JSONDecodeError, ...) with only `dumps` replaced.
         fast = ModuleType("json")
         fast.__dict__.update(json.__dict__, dumps=_fast_dumps)
         handler.json = fast  # type: ignore[attr-defined]
-
-
-_install_streamable_dumps()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import functools
 import io
+import json
+import re
 import uuid
 from collections.abc import Iterator
 
@@ -11,11 +14,15 @@ import httpx
 import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
+from mcp.server import _streamable_http_modern
 from PIL import Image
+from sse_starlette.event import ServerSentEvent
 
+from app import __version__
 from app.computer.actions import ACTION_MODELS
 from app.computer.tools import TOOLS
 from app.config import DesktopSettings
+from app.desktop import mcp_fastpath
 from app.desktop.api import create_app
 from app.desktop.files import DesktopUser
 from tests.support.net import ServerThread
@@ -39,6 +46,7 @@ def transports(url: str) -> dict[str, object]:
 async def test_lists_the_sixteen_desktop_tools(desktop: str, transport: str) -> None:
     async with Client(transports(desktop)[transport]) as client:
         tools = (await client.list_tools()).tools
+        assert (client.server_info.name, client.server_info.version) == ("deskpilot-desktop", __version__)
     names = {t.name for t in tools}
     assert names == {f"computer_{a}" for a in ACTION_MODELS}
     assert len(names) == 16
@@ -109,6 +117,33 @@ async def test_errors_are_is_error_with_the_http_message(desktop: str, tool: str
         result = await client.call_tool(tool, arguments)
     assert result.is_error
     assert result.content[0].text == http.json()["error"]
+
+
+async def test_an_unknown_tool_is_an_error_naming_the_tools(desktop: str) -> None:
+    async with Client(f"{desktop}/mcp") as client:
+        result = await client.call_tool("computer_teleport", {})
+    assert result.is_error
+    assert result.content[0].text.startswith("unknown tool 'computer_teleport'; available: computer_")
+
+
+@pytest.mark.parametrize("transport", ["sse", "streamable-http"])
+async def test_tools_work_without_the_speedups(
+    display: Display, monkeypatch: pytest.MonkeyPatch, transport: str
+) -> None:
+    """On library versions the speed-ups were not tested with, install() leaves the SDK as it ships."""
+    monkeypatch.setattr(ServerSentEvent, "_LINE_SEP_EXPR", re.compile(r"\r\n|\r|\n"))
+    monkeypatch.setattr(_streamable_http_modern, "json", json)
+    untested = functools.partial(mcp_fastpath.install, lambda dist: "99.0.0")
+    monkeypatch.setattr(mcp_fastpath, "install", untested)
+    with ServerThread(create_app(DesktopSettings(display=display.name))) as server:
+        async with Client(transports(server.url)[transport]) as client:
+            moved = await client.call_tool("computer_move_mouse", {"coordinates": {"x": 12, "y": 34}})
+            pos = await client.call_tool("computer_cursor_position", {})
+            shot = await client.call_tool("computer_screenshot", {"width": 960})
+    assert not moved.is_error and pos.structured_content == {"x": 12, "y": 34}
+    assert Image.open(io.BytesIO(base64.b64decode(shot.content[0].data))).size == (960, 540)
+    assert isinstance(ServerSentEvent._LINE_SEP_EXPR, re.Pattern)
+    assert _streamable_http_modern.json is json
 
 
 def test_host_header_protection_allows_loopback_and_configured_hosts(desktop: str) -> None:

@@ -1,10 +1,13 @@
-"""app.desktop.mcp_fastpath.py changes the speed of the SDK's SSE transport, never its bytes."""
+"""app.desktop.mcp_fastpath changes the speed of the SDK's transports, never what goes on the wire."""
 
 import json
+import logging
 import re
+from collections.abc import Callable
 
 import pybase64
 import pytest
+from mcp.server import _streamable_http_modern as handler
 from mcp.types import (
     CallToolResult,
     ImageContent,
@@ -15,9 +18,57 @@ from mcp.types import (
 )
 from sse_starlette.event import ServerSentEvent
 
+from app.desktop import mcp_fastpath
 from app.desktop.mcp_fastpath import Outgoing
 
 REFERENCE = re.compile(r"\r\n|\r|\n")
+EVERY_SPEEDUP = {mcp_fastpath.SSE_LINE_BREAKS, mcp_fastpath.SSE_WRITES, mcp_fastpath.STREAMABLE_DUMPS}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installed() -> None:
+    # Fails when an upgrade leaves the tested series: then check these tests still hold on the new
+    # version (and where it serialises replies now) before widening mcp_fastpath.TESTED.
+    assert mcp_fastpath.install() == EVERY_SPEEDUP
+
+
+@pytest.fixture
+def unpatched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The libraries as they ship (restored to whatever was installed afterwards)."""
+    monkeypatch.setattr(ServerSentEvent, "_LINE_SEP_EXPR", re.compile(r"\r\n|\r|\n"))
+    monkeypatch.setattr(handler, "json", json)
+
+
+def versions(**found: str) -> Callable[[str], str]:
+    return lambda dist: found.get(dist.replace("-", "_"), "0.0.0")
+
+
+def test_install_is_a_no_op_on_untested_versions(unpatched: None, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger=mcp_fastpath.__name__):
+        assert mcp_fastpath.install(versions(mcp="2.4.0", sse_starlette="4.0.1")) == set()
+    assert isinstance(ServerSentEvent._LINE_SEP_EXPR, re.Pattern)
+    assert handler.json is json
+    [warning] = caplog.records
+    assert warning.levelno == logging.WARNING
+    assert vars(warning)["versions"] == "mcp 2.4.0, sse-starlette 4.0.1"
+
+
+def test_install_picks_by_the_library_each_speedup_relies_on(unpatched: None) -> None:
+    only_sse = mcp_fastpath.install(versions(mcp="3.0.0", sse_starlette="3.7.2"))
+    assert only_sse == {mcp_fastpath.SSE_LINE_BREAKS}
+    assert handler.json is json
+    assert mcp_fastpath.install(versions(mcp="2.3.1", sse_starlette="3.10.0")) == {
+        mcp_fastpath.SSE_WRITES,
+        mcp_fastpath.STREAMABLE_DUMPS,
+    }
+
+
+def test_install_is_idempotent(unpatched: None) -> None:
+    assert mcp_fastpath.install() == EVERY_SPEEDUP
+    line_breaks, dumps = ServerSentEvent._LINE_SEP_EXPR, handler.json
+    assert mcp_fastpath.install() == EVERY_SPEEDUP
+    assert ServerSentEvent._LINE_SEP_EXPR is line_breaks and handler.json is dumps
+    assert ServerSentEvent._LINE_SEP_EXPR.split("a\nb") == ["a", "b"]  # wraps the regex, not itself
 
 
 @pytest.mark.parametrize(
@@ -58,11 +109,6 @@ def test_outgoing_repr_is_a_summary_not_the_payload() -> None:
 
 
 def test_the_streamable_handler_serialises_with_orjson() -> None:
-    # Fails when an SDK upgrade moves the handler: then look again at where it serialises replies.
-    from mcp.server import _streamable_http_modern as handler
-
-    import app.desktop.mcp  # noqa: F401  (installs the fast path)
-
     assert handler.json.dumps({"x": 1}) == '{"x":1}'
     assert handler.json.dumps is not json.dumps
     assert handler.json.loads is json.loads and handler.json.JSONDecodeError is json.JSONDecodeError
@@ -70,8 +116,6 @@ def test_the_streamable_handler_serialises_with_orjson() -> None:
 
 @pytest.mark.parametrize("message", MESSAGES, ids=lambda m: type(m).__name__)
 def test_streamable_dumps_writes_the_same_json_value(message: JSONRPCResponse) -> None:
-    from mcp.server import _streamable_http_modern as handler
-
     body = message.model_dump(mode="json", by_alias=True, exclude_none=True)
     fast = handler.json.dumps(body, separators=(",", ":"))
     stdlib = json.dumps(body, separators=(",", ":"))
