@@ -26,7 +26,7 @@ venv: $(STAMP) ## create/refresh the Python venv
 $(HELM): scripts/install-helm.sh
 	scripts/install-helm.sh $(VENV)/bin
 
-run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stops it); settings: README
+run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stops it); settings: docs/operations.md
 	DESKPILOT_VENV=$(abspath $(VENV)) scripts/appliance.sh
 
 test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite

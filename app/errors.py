@@ -1,4 +1,4 @@
-"""The two error shapes of the spec, one exception type per failure class, mapped to HTTP here only.
+"""The two error shapes (docs/design.md), one exception type per failure class, mapped to HTTP here only.
 
 Desktop service: ``{"success": false, "error": "<what is wrong and how to fix it>"}``.
 Agent service:   ``{"statusCode": 404, "message": "Task with ID <id> not found", "error": "Not Found"}``.

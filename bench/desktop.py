@@ -49,7 +49,7 @@ def row(name: str, samples: list[float], target: str = "") -> float:
 
 
 def naive_screenshot(display: str):
-    """The naive pipeline of notes/perf-limits.md: python-xlib GetImage -> Pillow PNG -> base64 -> json."""
+    """The naive pipeline: python-xlib GetImage -> Pillow PNG -> stdlib base64 -> json (docs/design.md)."""
     from PIL import Image
     from Xlib import X
     from Xlib import display as xdisplay

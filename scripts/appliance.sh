@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start the whole appliance in the foreground under supervisord; Ctrl-C (or SIGTERM) stops everything.
 # One entry point for `make run`, the Dockerfile's CMD, the e2e tests and bench/startup.py, so all four start
-# the same thing. Every setting is an environment variable with a default (README, "Environment").
+# the same thing. Every setting is an environment variable with a default (docs/operations.md).
 #
 # The user/permissions trap: the desktop session (Xfce, x11vnc) always runs as the desktop user; the three
 # services (and Xvfb) run as that user too, so it must be able to read the code and execute the venv. That

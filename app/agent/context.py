@@ -1,6 +1,6 @@
 """Stored conversation (content blocks) → the OpenAI-format messages LiteLLM takes.
 
-Stored blocks follow the spec's (Anthropic-style) shapes:
+Stored blocks have Anthropic-style shapes (docs/agent-api.md):
 
     text         {"type": "text", "text": ...}
     image        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ...}}

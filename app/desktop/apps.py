@@ -1,4 +1,4 @@
-"""Application identifiers of the spec -> the program that is launched and the window class it shows.
+"""Application identifiers of the API -> the program that is launched and the window class it shows.
 
 This table is the single source of truth: the appliance's .desktop launchers in rootfs/ carry the same
 commands, and a test compares the two.

@@ -1,6 +1,6 @@
 """Screen capture over MIT-SHM and image encoding: the screenshot hot path.
 
-The pipeline is the fastest one measured in ``notes/perf-limits.md``: the X server copies the root window
+The pipeline is the fastest one we measured (docs/design.md): the X server copies the root window
 into a SysV shared-memory segment (``ShmGetImage``, ~0.3 ms), numpy views it without copying,
 ``cv2.cvtColor`` drops the padding byte (it is not zero) while converting to RGB, fpng encodes the PNG
 (~4 ms). The MIT-SHM requests go through python-xlib (two request classes below), so a vanished X server
@@ -209,7 +209,7 @@ def encode(frame: np.ndarray, fmt: str, quality: int, size: tuple[int, int]) -> 
 
 def tune_malloc() -> None:
     """Keep frame-sized buffers on the heap instead of fresh mmaps: on this VM a page fault costs ~2.7 us
-    and a 1080p frame re-faulted per screenshot loses 3-9 ms (notes/perf-limits.md). Same effect as
+    and a 1080p frame re-faulted per screenshot loses 3-9 ms (docs/design.md). Same effect as
     MALLOC_MMAP_THRESHOLD_=32 MiB and MALLOC_TRIM_THRESHOLD_=1 GiB."""
     m_trim_threshold, m_mmap_threshold = -1, -3
     with contextlib.suppress(AttributeError):

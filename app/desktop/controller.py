@@ -73,7 +73,7 @@ class Outcome:
         return body
 
     def to_json(self) -> bytes:
-        """The response body of DESIGN §2, as bytes (pybase64 + orjson: ~0.1 ms for a 1 MB PNG)."""
+        """The 200 body of POST /computer-use, as bytes (pybase64 + orjson: ~0.1 ms for a 1 MB PNG)."""
         return orjson.dumps(self.to_dict())
 
 

@@ -1,4 +1,4 @@
-// bench/mcp.py's figures through the official TypeScript MCP client (the SDK most MCP hosts use), with
+// bench/mcp_screenshot.py's figures through the official TypeScript MCP client (the SDK most MCP hosts use), with
 // the baseline from this same runtime: `node client.mjs URL N` prints {label: [ms, ...]} as JSON.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";

@@ -63,7 +63,7 @@ def live_view(appliance: Appliance, query: str = "") -> Iterator[Page]:
 
 
 def screenshot(appliance: Appliance) -> Image.Image:
-    """The desktop service's own screenshot (the spec's contract), as an RGB image."""
+    """The desktop service's own screenshot (the API's contract), as an RGB image."""
     r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "screenshot"}, timeout=30)
     assert r.status_code == 200, r.text[:300]
     body = r.json()

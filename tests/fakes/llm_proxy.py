@@ -1,8 +1,8 @@
 """A real LiteLLM proxy (``litellm[proxy]`` from the venv) on loopback, in front of the scripted LLM.
 
 Startup takes ~8 s, so tests share one per session. Offline-safe: LITELLM_LOCAL_MODEL_COST_MAP=True keeps
-it from fetching its price map from GitHub. No database: a wrong key gives 400, no key gives 500
-(see notes/packaging.md §6), so tests never expect a 401.
+it from fetching its price map from GitHub. No database: a wrong key gives 400 ("No connected db.") and
+no key gives 500 (its auth error handler needs prisma, which is not installed), so tests never expect a 401.
 """
 
 from __future__ import annotations

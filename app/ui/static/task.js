@@ -10,7 +10,7 @@ let task = JSON.parse(document.getElementById("task-data").textContent);
 const conversation = document.getElementById("conversation");
 const desktop = startDesktop(document.getElementById("screen"), document.getElementById("desktop-state"));
 
-// Which buttons make sense in which state (the allowed moves of DESIGN.md §3).
+// Which buttons make sense in which state (the allowed moves of app/tasks/lifecycle.py).
 const ACTIVE = ["IN_PROGRESS", "NEEDS_HELP", "NEEDS_REVIEW"];
 const FINISHED = ["COMPLETED", "FAILED", "CANCELLED"];
 const SHOWN = {

@@ -28,7 +28,7 @@ from tests.integration.agent.harness import (
     unique,
 )
 
-# the 16 actions of the spec (tests/unit/desktop checks the desktop's models cover them)
+# one tool per POST /computer-use action, 16 in all
 COMPUTER_TOOLS = {f"computer_{a}" for a in ACTION_MODELS}
 
 

@@ -18,7 +18,7 @@ from app.tasks.uploads import safe_name, unique_names
 pytestmark = pytest.mark.anyio
 S = TaskStatus
 
-# The table of DESIGN.md §3, written out again so a change to TRANSITIONS has to be deliberate.
+# The table of docs/agent-api.md, written out again so a change to TRANSITIONS has to be deliberate.
 ALLOWED = {
     ("PENDING", "IN_PROGRESS"),  # queue only
     ("PENDING", "CANCELLED"),
