@@ -51,7 +51,7 @@ def cursor(desktop_url: str) -> tuple[int, int]:
 
 
 def test_create_follow_answer_take_over_hand_back_and_cancel(
-    tmp_path, browser: Browser, desktop_url: str, llm: ScriptedLLM
+    tmp_path, browser: Browser, desktop_url: str, desktop_files: Path, llm: ScriptedLLM
 ) -> None:
     notes = f"notes-{uuid.uuid4().hex[:6]}.txt"
     agent_http: list[httpx.Client] = []
@@ -61,7 +61,7 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
         return task
 
     def read_the_upload(req: Request) -> Step:
-        assert f"/home/user/Desktop/{notes}" in "\n".join(req.text_of("user")), "the upload is announced"
+        assert f"{desktop_files}/{notes}" in "\n".join(req.text_of("user")), "the upload is announced"
         return Step(text="Let me read the file first.", calls=[("computer_read_file", {"path": notes})])
 
     def ask(req: Request) -> Step:
@@ -82,7 +82,7 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
         [
             read_the_upload,
             tool("computer_application", application="terminal"),
-            tool("computer_type_text", text=f"cat /home/user/Desktop/{notes}\n"),
+            tool("computer_type_text", text=f"cat {desktop_files}/{notes}\n"),
             tool("computer_click_mouse", coordinates={"x": 640, "y": 400}, button="left", clickCount=1),
             ask,
             after_the_answer_wait_for_takeover,
@@ -90,7 +90,7 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
         ]
     )
 
-    settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url)
+    settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url, desktop_files)
     with (
         serve_agent(settings) as agent,
         ServerThread(ui_app(UISettings(agent_url=str(agent.client.base_url), desktop_url=desktop_url))) as ui,
@@ -127,12 +127,12 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
         row.locator("a").click()
         page.evaluate("window.__sameDocument = true")
         conversation = page.locator("#conversation")
-        expect(conversation).to_contain_text(f"/home/user/Desktop/{notes}")
+        expect(conversation).to_contain_text(f"{desktop_files}/{notes}")
         expect(conversation.locator(".action")).to_contain_text(
             [
                 f"read file {notes}",
                 "switched to terminal",
-                f'typed "cat /home/user/Desktop/{notes}\\n"',
+                f'typed "cat {desktop_files}/{notes}\\n"',
                 "clicked left at (640, 400)",
             ]
         )
@@ -189,10 +189,10 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
 
 
 def test_a_task_for_review_is_marked_complete_from_its_page(
-    tmp_path, browser: Browser, desktop_url: str, llm: ScriptedLLM
+    tmp_path, browser: Browser, desktop_url: str, desktop_files: Path, llm: ScriptedLLM
 ) -> None:
     llm.play([tool("set_task_status", status="needs_review", description="Check the draft")])
-    settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url)
+    settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url, desktop_files)
     with (
         serve_agent(settings) as agent,
         ServerThread(ui_app(UISettings(agent_url=str(agent.client.base_url), desktop_url=desktop_url))) as ui,

@@ -31,14 +31,15 @@ class LoopSettings:
 
 
 def loop_settings(
-    db_path: Path, desktop_url: str, llm_base_url: str | None, **overrides: Any
+    db_path: Path, desktop_url: str, llm_base_url: str | None, files_dir: Path, **overrides: Any
 ) -> LoopSettings:
-    """Settings that ignore the machine's environment: only the scripted LLM (or what overrides say).
+    """Settings that ignore the machine's environment: only the scripted LLM (or what overrides say),
+    uploads saved in `files_dir` (the desktop service's own files directory, never the real ~/Desktop).
     Each override goes to the settings that have the field (the desktop URL to both)."""
     tasks: dict[str, Any] = {
         "database_url": f"sqlite:///{db_path}",
         "desktop_url": desktop_url,
-        "desktop_files_dir": "/home/user/Desktop",
+        "desktop_files_dir": str(files_dir),
         "lease_seconds": 10.0,
         "poll_seconds": 0.5,
     }
@@ -122,3 +123,4 @@ def unique(prefix: str) -> str:
 
 def blocks(task: dict[str, Any], role: str | None = None) -> list[dict[str, Any]]:
     return [b for m in task["messages"] if role is None or m["role"] == role for b in m["content"]]
+
