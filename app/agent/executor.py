@@ -41,7 +41,7 @@ from app.agent.context import (
     tool_result_block,
 )
 from app.agent.guards import Budget, RepeatGuard
-from app.agent.llm import LLM, LLMError
+from app.agent.llm import LLM, LLMError, litellm_module
 from app.agent.tools import CreateTask, SetTaskStatus, tool_definitions
 from app.computer.tools import PREFIX
 from app.config import AgentSettings
@@ -109,6 +109,13 @@ class AgentExecutor:
         self.llm = llm or LLM(self.settings)
         # timings of the latest steps (the bench reads them); bounded, the service runs for months
         self.steps: deque[Step] = deque(maxlen=STEPS_KEPT)
+
+    async def warm_up(self) -> None:
+        """Import LiteLLM (seconds of work, in a thread) while the service starts, so neither the first
+        task nor the first ``GET /tasks/models`` waits for it. Nothing is imported when no model is
+        configured: every task fails at once then, and the process stays small."""
+        if self.llm.configured():
+            await litellm_module()
 
     async def execute(self, task_id: str, ctx: TaskContext) -> None:
         await Run(self, task_id, ctx).run()

@@ -13,11 +13,14 @@ back as content blocks (``thinking``, ``text``, ``tool_use``), the shape the age
 from __future__ import annotations
 
 import asyncio
-import functools
+import concurrent.futures
+import gc
+import importlib
 import json
 import logging
 import os
 import random
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -201,20 +204,64 @@ def parse_reply(response: Any, model: str = "") -> Reply:
 # ---------------------------------------------------------------------------------------------- calling
 
 
-@functools.cache
-def _litellm() -> ModuleType:
-    """LiteLLM, imported on first use: the import costs ~4 s and ~180 MiB, which the service's start-up
-    (and a build with no model configured) should not pay."""
+# Modules LiteLLM imports lazily during its first call (the OpenAI client's resources, the proxy's types:
+# ~0.3 s of imports that would stall the event loop); imported up front with LiteLLM itself.
+FIRST_CALL_MODULES = ("openai.resources", "litellm.proxy._types")
+
+
+def import_litellm() -> ModuleType:
+    """Import LiteLLM here and now (blocking: ~3-6 s and ~150 MiB). Code on the event loop awaits
+    ``litellm_module()`` instead."""
     # It fetches its model price map from GitHub at import time unless told not to (3 retries, ~2 s
     # offline). The bundled copy is what we want; set this before the first import.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
+    for name in FIRST_CALL_MODULES:
+        importlib.import_module(name)
+    litellm.suppress_debug_info = True  # else it prints a "Give Feedback" banner on stdout at every error
     return litellm
 
 
-def _is_transient(exc: BaseException) -> bool:
-    litellm = _litellm()
+_import_lock = threading.Lock()
+_import: concurrent.futures.Future[ModuleType] | None = None
+
+
+def _import_into(future: concurrent.futures.Future[ModuleType]) -> None:
+    # The import makes some 300,000 objects. Each full collection of the cyclic garbage collector
+    # that this sets off meanwhile holds the GIL for 100-300 ms, stalling the event loop's thread as
+    # much as an import on it would; so collection waits until the import is done, and what it made is
+    # frozen (never scanned again: modules live as long as the process).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        module = import_litellm()
+    except BaseException as exc:  # handed to every waiter; the next caller tries again
+        future.set_exception(exc)
+        return
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
+    future.set_result(module)
+
+
+async def litellm_module() -> ModuleType:
+    """LiteLLM, imported once in a thread of its own so the event loop (the API, the WebSocket, lease
+    heartbeats) keeps answering meanwhile. Concurrent callers, on any event loop, await the same import;
+    after a failed import the next caller starts another."""
+    global _import
+    with _import_lock:
+        if _import is None or (_import.done() and _import.exception() is not None):
+            _import = concurrent.futures.Future()
+            threading.Thread(target=_import_into, args=(_import,), name="import litellm", daemon=True).start()
+        pending = _import
+    if pending.done() and pending.exception() is None:
+        return pending.result()
+    return await asyncio.wrap_future(pending)
+
+
+def _is_transient(litellm: ModuleType, exc: BaseException) -> bool:
     permanent = (
         litellm.AuthenticationError,
         litellm.PermissionDeniedError,
@@ -248,6 +295,10 @@ class LLM:
     def route(self, model: str | None = None) -> Route:
         return route(self.settings, model)
 
+    def configured(self) -> bool:
+        """A model can be called: a proxy or at least one provider is set up."""
+        return bool(self.settings.llm_proxy_url or self.settings.configured_providers())
+
     async def complete(
         self,
         messages: Sequence[dict[str, Any]],
@@ -266,13 +317,14 @@ class LLM:
         }
         if tools:
             kwargs["tools"] = list(tools)
+        litellm = await litellm_module()
         attempts = s.llm_retries + 1
         for attempt in range(attempts):
             try:
-                response = await _litellm().acompletion(**kwargs)
+                response = await litellm.acompletion(**kwargs)
                 return parse_reply(response, r.name)
             except Exception as exc:
-                if not _is_transient(exc):
+                if not _is_transient(litellm, exc):
                     raise LLMRejected(f"{r.name}: {_short(exc)}") from exc
                 if attempt == attempts - 1:
                     raise LLMUnavailable(
@@ -301,6 +353,7 @@ class LLM:
             return []
         for p in s.configured_providers():
             names.append(_route_for(s, p, s.provider_model(p)).name)
+        litellm = await litellm_module()
         for name in dict.fromkeys(names):
             r = self.route(name)
             out.append(
@@ -308,7 +361,7 @@ class LLM:
                     "provider": r.provider,
                     "name": r.name,
                     "title": r.name.split("/", 1)[1],
-                    "contextWindow": self._litellm_context_window(r),
+                    "contextWindow": _litellm_context_window(litellm, r),
                 }
             )
         return out
@@ -344,15 +397,15 @@ class LLM:
                     return DEFAULT_CONTEXT_WINDOW
             info = self._proxy_models.get(r.name) or {}
             return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
-        return self._litellm_context_window(r)
+        return _litellm_context_window(await litellm_module(), r)
 
-    @staticmethod
-    def _litellm_context_window(r: Route) -> int:
-        try:
-            info = _litellm().get_model_info(r.litellm_model)
-        except Exception:
-            return DEFAULT_CONTEXT_WINDOW
-        return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+
+def _litellm_context_window(litellm: ModuleType, r: Route) -> int:
+    try:
+        info = litellm.get_model_info(r.litellm_model)
+    except Exception:
+        return DEFAULT_CONTEXT_WINDOW
+    return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
 
 
 def _short(exc: BaseException) -> str:
