@@ -95,7 +95,7 @@ class Computer:
                     raise
                 if delay is None:
                     raise DesktopDown(e.message) from e
-                log.warning("desktop unavailable (%s); retrying in %.1fs", e.message, delay)
+                log.warning("desktop unavailable; retrying", extra={"error": e.message, "delay_s": delay})
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 

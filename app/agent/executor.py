@@ -166,6 +166,7 @@ class Run:
             return
         if task.model is None:  # record which model ran it
             task = await self.ctx.update(model=route.name)
+        log.info("agent run started", extra={"task": self.task_id, "model": route.name})
         try:
             await self._loop(task)
         except DesktopDown as e:
@@ -205,6 +206,8 @@ class Run:
             uses = reply.tool_uses
             if not uses:  # a question for the human, never a silent retry
                 await saving
+                step.llm, step.total = t2 - t1, time.perf_counter() - t0
+                self._log_step(step, uses, used)
                 await self.ctx.update(status=TaskStatus.NEEDS_HELP)
                 return
             t3 = time.perf_counter()
@@ -219,6 +222,7 @@ class Run:
             step.total = t5 - t0
             step.store = step.total - step.llm - step.tools
             self.executor.steps.append(step)
+            self._log_step(step, uses, used)
             if final is not None:
                 await self._finish(final)
                 return
@@ -278,7 +282,26 @@ class Run:
         else:
             await self.ctx.update(status=status)
 
+    def _log_step(self, step: Step, uses: list[dict[str, Any]], tokens: int) -> None:
+        """One line per step: names and timings only (arguments and screenshots stay in the database)."""
+        log.info(
+            "agent step",
+            extra={
+                "task": self.task_id,
+                "step": self.budget.steps,
+                "tools": ",".join(use["name"] for use in uses) or "none",
+                "llm_ms": round(step.llm * 1000, 1),
+                "tools_ms": round(step.tools * 1000, 1),
+                "step_ms": round(step.total * 1000, 1),
+                "tokens": tokens,
+            },
+        )
+
     async def _needs_help(self, reason: str) -> None:
+        """A budget or the repeated-action breaker tripped: the human decides whether to go on."""
+        log.warning(
+            "agent run stopped", extra={"task": self.task_id, "step": self.budget.steps, "reason": reason}
+        )
         await self.ctx.add_message([text_block(reason)], role=ASSISTANT)
         await self.ctx.update(status=TaskStatus.NEEDS_HELP)
 
@@ -325,6 +348,10 @@ class Run:
             return False
         self.budget.spend(reply.usage.total)
         self._summary = await self.ctx.add_summary(reply.text, parent_id=summary.id if summary else None)
+        log.info(
+            "agent summarised the history",
+            extra={"task": self.task_id, "summary_chars": len(reply.text), "tokens": reply.usage.total},
+        )
         # the summary replaces every message so far; show the model the screen again
         await self.ctx.wait_for_control()
         shot = await self.computer.screenshot()

@@ -332,7 +332,8 @@ class LLM:
                     ) from exc
                 delay = min(30.0, s.llm_backoff * 2**attempt) * (0.5 + random.random() / 2)
                 log.warning(
-                    "LLM %s transient error (%s); retry %d in %.1fs", r.name, _short(exc), attempt + 1, delay
+                    "LLM call failed; retrying",
+                    extra={"model": r.name, "error": _short(exc), "retry": attempt + 1, "delay_s": delay},
                 )
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")

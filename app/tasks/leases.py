@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select, update
 
 from app.tasks.events import Event
-from app.tasks.lifecycle import apply_status
+from app.tasks.lifecycle import apply_status, log_claimed, log_handed_back, log_status
 from app.tasks.models import Task
 from app.tasks.store import Store
 from app.tasks.types import TaskStatus
@@ -31,8 +31,9 @@ class Leases:
 
         Due are: IN_PROGRESS tasks nobody holds a live lease on (their worker died, or a human moved
         them back from NEEDS_HELP), then PENDING tasks whose schedule has come, highest priority first,
-        oldest first. One UPDATE ... WHERE id = (SELECT ... LIMIT 1) RETURNING: atomic on SQLite (one
-        writer), and with FOR UPDATE SKIP LOCKED concurrent workers on PostgreSQL never take the same row.
+        oldest first. The pick and the UPDATE run in one transaction: atomic on SQLite (one writer,
+        BEGIN IMMEDIATE), and with FOR UPDATE SKIP LOCKED concurrent workers on PostgreSQL never take
+        the same row. The pick also reads what the lease replaces, for the log.
         """
         now = self.store.now()
         due = or_(
@@ -43,7 +44,7 @@ class Leases:
             ),
         )
         pick = (
-            select(Task.id)
+            select(Task.id, Task.status, Task.lease_owner)
             .where(due)
             .order_by(
                 (Task.status == S.IN_PROGRESS).desc(), Task.priority_rank.desc(), Task.created_at, Task.id
@@ -52,23 +53,26 @@ class Leases:
         )
         if not self.store.db.sqlite:
             pick = pick.with_for_update(skip_locked=True)
-        stmt = (
-            update(Task)
-            .where(Task.id == pick.scalar_subquery())
-            .values(
-                status=S.IN_PROGRESS,
-                lease_owner=worker_id,
-                lease_expires_at=now + timedelta(seconds=lease_seconds),
-                executed_at=func.coalesce(Task.executed_at, now),
-                updated_at=now,
-            )
-            .returning(Task)
-            .execution_options(synchronize_session=False)
-        )
         async with self.store.writing() as s:
-            task = (await s.scalars(stmt)).first()
-        if task is not None:
-            self.store.emit(Event.task_updated(task))
+            picked = (await s.execute(pick)).first()
+            if picked is None:
+                return None
+            claim = (
+                update(Task)
+                .where(Task.id == picked.id)
+                .values(
+                    status=S.IN_PROGRESS,
+                    lease_owner=worker_id,
+                    lease_expires_at=now + timedelta(seconds=lease_seconds),
+                    executed_at=func.coalesce(Task.executed_at, now),
+                    updated_at=now,
+                )
+                .returning(Task)
+                .execution_options(synchronize_session=False)
+            )
+            task = (await s.scalars(claim)).one()
+        log_claimed(task, picked.status, picked.lease_owner, now)
+        self.store.emit(Event.task_updated(task))
         return task
 
     async def heartbeat(self, task_id: str, worker_id: str, lease_seconds: float) -> bool:
@@ -102,19 +106,22 @@ class Leases:
             task.updated_at = now
             await self.store.notify(s, task_id)
         if changed:
+            log_status(task, S.IN_PROGRESS, worker_id, now)
             self.store.emit(Event.task_updated(task))
         return task
 
     async def abandon(self, task_id: str, worker_id: str) -> None:
         """Hand an IN_PROGRESS task back unfinished (worker shutdown): the next worker resumes it."""
         async with self.store.writing() as s:
-            await s.execute(
+            handed = await s.execute(
                 update(Task)
                 .where(Task.id == task_id, Task.lease_owner == worker_id, Task.status == S.IN_PROGRESS)
                 .values(lease_owner=None, lease_expires_at=None)
                 .execution_options(synchronize_session=False)
             )
             await self.store.notify(s, task_id)
+        if handed.rowcount == 1:
+            log_handed_back(task_id, worker_id)
 
     async def next_due_at(self) -> datetime | None:
         """When the queue next changes by itself: a scheduled task comes due or a lease expires."""

@@ -21,7 +21,14 @@ from sqlalchemy.orm import defer
 from app.errors import BadRequest, TaskNotFound
 from app.tasks.db import Database
 from app.tasks.events import Event
-from app.tasks.lifecycle import REQUEUE_ON_MESSAGE, apply_status, check_transition
+from app.tasks.lifecycle import (
+    REQUEUE_ON_MESSAGE,
+    apply_status,
+    check_transition,
+    log_created,
+    log_deleted,
+    log_status,
+)
 from app.tasks.models import Message, Summary, Task, TaskFile, new_id, utcnow
 from app.tasks.types import Role, TaskPriority, TaskStatus, TaskType
 from app.tasks.uploads import NewFile, files_note, guess_media_type, safe_name, unique_names
@@ -152,6 +159,7 @@ class Store:
         async with self.writing() as s:
             s.add_all([task, first, *rows])  # the unit of work inserts the task before its children
             await self.notify(s, task.id)
+        log_created(task, len(rows))
         self.emit(Event.task_created(task))
         self.emit(Event.new_message(first))
         return task
@@ -239,6 +247,7 @@ class Store:
         async with self.writing() as s:
             task = await self._locked(s, task_id)
             now = self.now()
+            previous, owner = task.status, task.lease_owner
             if description is not None and description != task.description:
                 if task.status != S.PENDING:
                     raise BadRequest(
@@ -260,6 +269,8 @@ class Store:
                 task.model = model
             task.updated_at = now
             await self.notify(s, task.id)
+        if task.status != previous:
+            log_status(task, previous, owner, now)
         self.emit(Event.task_updated(task))
         return task
 
@@ -268,6 +279,7 @@ class Store:
             task = await self._locked(s, task_id)
             await s.delete(task)
             await self.notify(s, task_id)
+        log_deleted(task)
         self.emit(Event.task_deleted(task_id))
 
     # -- messages
@@ -291,13 +303,15 @@ class Store:
                 id=new_id(), task_id=task_id, role=role, content=content, created_at=now, updated_at=now
             )
             s.add(msg)
-            changed = requeue and task.status in REQUEUE_ON_MESSAGE
+            previous = task.status
+            changed = requeue and previous in REQUEUE_ON_MESSAGE
             if changed:
                 apply_status(task, S.PENDING, now)
                 task.updated_at = now
                 await self.notify(s, task_id)
         self.emit(Event.new_message(msg))
         if changed:
+            log_status(task, previous, None, now)
             self.emit(Event.task_updated(task))
         return msg
 

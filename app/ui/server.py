@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from app import __version__
+from app import __version__, logs
 from app.config import PROVIDERS, PROXY_VAR, UISettings
 from app.errors import agent_error_body
 from app.tasks.types import TaskPriority
@@ -61,6 +61,7 @@ def without_messages(task: dict) -> dict:
 
 
 def create_app(settings: UISettings | None = None) -> FastAPI:
+    logs.configure()
     settings = settings or UISettings()
     templates = _templates()
 

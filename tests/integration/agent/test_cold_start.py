@@ -1,6 +1,7 @@
 """A freshly started task service keeps answering while LiteLLM (seconds of imports) loads: at its first
 task and at the UI's first ``GET /tasks/models``. The service runs in a process of its own, as in the
 appliance, so LiteLLM is really cold; the model is the scripted one, as the local OpenAI-compatible server.
+Its log (stderr) tells the task's life, one line per event, without the key.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from tests.fakes.llm_server import ScriptedLLM, tool
 from tests.integration.agent.harness import service_process
 
 QUICK = 0.5  # seconds: every answer while LiteLLM loads must come well within a second
+KEY = "sk-scripted-0123456789"  # the local server's key (AGENT_OPENAI_BASE_KEY): never in a log line
 
 
 def answer_times(client: httpx.Client, busy: Callable[[], bool]) -> list[tuple[str, float]]:
@@ -37,6 +39,7 @@ def settings(tmp_path: Path, desktop_url: str, desktop_files: Path, llm: Scripte
         "desktop_files_dir": str(desktop_files),
         "openai_base_url": llm.base_url,
         "openai_base_model": "scripted",
+        "openai_base_key": KEY,
         "model": "local/scripted",
         "llm_retries": "1",
         "poll_seconds": "0.5",
@@ -62,6 +65,16 @@ def test_the_api_answers_while_the_first_task_loads_litellm(
             time.sleep(0.05)
             done = client.get(f"/tasks/{task['id']}").json()
     assert done["status"] == "COMPLETED", done["error"]
+    assert scripted_llm.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    log = service.log.read_text()
+    for line in (
+        f"INFO app.tasks.lifecycle task created task={task['id']} status=PENDING priority=MEDIUM",
+        f"INFO app.tasks.lifecycle task claimed task={task['id']} status=IN_PROGRESS",
+        f"INFO app.agent.executor agent step task={task['id']} step=1 tools=set_task_status",
+        f"INFO app.tasks.lifecycle task finished task={task['id']} status=COMPLETED",
+    ):
+        assert line in log, log
+    assert KEY not in log
     assert until_first_call > 1.0, "LiteLLM was not loading meanwhile: this measured nothing"
     slowest = max(times, key=lambda t: t[1])
     assert slowest[1] < QUICK, (

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from app.computer.actions import ACTION_MODELS
+from app.logs import Formatter
 from app.tasks.store import Store
 from tests.fakes.llm_proxy import LiteLLMProxy
 from tests.fakes.llm_server import Request, ScriptedLLM, Step, fail, text, tool
@@ -122,9 +124,23 @@ def test_needs_review_waits_for_the_human_to_complete(agent: Agent, scripted_llm
     assert r.status_code == 200 and r.json()["status"] == "COMPLETED"
 
 
+def agent_log(caplog: pytest.LogCaptureFixture, task_id: str) -> list[dict[str, Any]]:
+    """The agent loop's log lines about the task: each record's fields with its message and level."""
+    return [
+        {**vars(r), "message": r.getMessage(), "level": r.levelname}
+        for r in caplog.records
+        if r.name == "app.agent.executor" and getattr(r, "task", None) == task_id
+    ]
+
+
 def test_the_step_budget_stops_the_run(
-    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM
+    tmp_path: Path,
+    desktop_url: str,
+    desktop_files: Path,
+    scripted_llm: ScriptedLLM,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO)
     moves = iter(range(100, 1000, 10))
     scripted_llm.play(
         [], then=lambda _req: tool("computer_move_mouse", coordinates={"x": next(moves), "y": 50})
@@ -134,10 +150,31 @@ def test_the_step_budget_stops_the_run(
     assert "AGENT_MAX_STEPS=3" in blocks(task, "ASSISTANT")[-1]["text"]
     assert len(scripted_llm.requests) == 3
 
+    # one line per step, with its timings; the budget's stop as a warning
+    *steps, stop = agent_log(caplog, task["id"])
+    assert steps[0]["message"] == "agent run started" and steps[0]["model"] == "local/scripted"
+    assert [(line["message"], line["step"]) for line in steps[1:]] == [("agent step", n) for n in (1, 2, 3)]
+    for line in steps[1:]:
+        assert line["tools"] == "computer_move_mouse" and line["tokens"] == 120
+        assert (
+            line["llm_ms"] > 0
+            and line["tools_ms"] > 0
+            and line["step_ms"] >= line["llm_ms"] + line["tools_ms"]
+        )
+    assert (stop["level"], stop["step"]) == ("WARNING", 3) and "AGENT_MAX_STEPS=3" in stop["reason"]
+    # what a line shows of a step: names, sizes and timings, never a screenshot
+    text = "\n".join(Formatter(secrets=[]).format(r) for r in caplog.records)
+    assert "iVBOR" not in text and "base64" not in text
+
 
 def test_the_loop_breaker_stops_a_repeated_action(
-    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM
+    tmp_path: Path,
+    desktop_url: str,
+    desktop_files: Path,
+    scripted_llm: ScriptedLLM,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO)
     scripted_llm.play([], then=tool("computer_move_mouse", coordinates={"x": 200, "y": 200}))
     task = run_once(
         tmp_path, desktop_url, desktop_files, scripted_llm.base_url, "Keep moving", repeat_limit=3
@@ -145,6 +182,8 @@ def test_the_loop_breaker_stops_a_repeated_action(
     assert task["status"] == "NEEDS_HELP"
     assert "repeated computer_move_mouse" in blocks(task, "ASSISTANT")[-1]["text"]
     assert len(scripted_llm.requests) == 3
+    stop = agent_log(caplog, task["id"])[-1]
+    assert stop["message"] == "agent run stopped" and "repeated computer_move_mouse" in stop["reason"]
 
 
 def test_an_uploaded_file_is_read_with_computer_read_file(
