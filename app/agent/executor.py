@@ -22,14 +22,14 @@ import asyncio
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import ValidationError
 
-from app.agent.computer import Computer, DesktopDown, Outcome
+from app.agent.computer import Computer, DesktopDown, ToolOutcome
 from app.agent.context import (
     ASSISTANT,
     USER,
@@ -96,7 +96,6 @@ class Step:
     tools: float = 0.0
     store: float = 0.0
     total: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class AgentExecutor:
@@ -125,10 +124,10 @@ class AgentExecutor:
         set, else the models of the providers whose keys are set."""
         try:
             return await self.llm.models()
-        except httpx.HTTPError as e:
+        except httpx.HTTPError as exc:
             raise UpstreamUnavailable(
-                f"LLM proxy at {self.settings.llm_proxy_url} did not answer /model/info: {e!r}"
-            ) from e
+                f"LLM proxy at {self.settings.llm_proxy_url} did not answer /model/info: {exc!r}"
+            ) from exc
 
 
 class Run:
@@ -161,16 +160,18 @@ class Run:
         task = await self.ctx.task()
         try:
             route = self.llm.route(task.model)
-        except LLMError as e:
-            await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
+        except LLMError as exc:
+            await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
             return
         if task.model is None:  # record which model ran it
             task = await self.ctx.update(model=route.name)
         log.info("agent run started", extra={"task": self.task_id, "model": route.name})
         try:
             await self._loop(task)
-        except DesktopDown as e:
-            await self.ctx.update(status=TaskStatus.FAILED, error=f"The desktop service is unavailable: {e}")
+        except DesktopDown as exc:
+            await self.ctx.update(
+                status=TaskStatus.FAILED, error=f"The desktop service is unavailable: {exc}"
+            )
 
     async def _loop(self, task: Task) -> None:
         window = await self.llm.context_window(task.model)
@@ -192,8 +193,8 @@ class Run:
             t1 = time.perf_counter()
             try:
                 reply = await self.llm.complete(messages, self.tools, model=task.model)
-            except LLMError as e:
-                await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
+            except LLMError as exc:
+                await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
                 return
             t2 = time.perf_counter()
             # servers that report no usage (some local ones) still get budgets and summaries
@@ -244,12 +245,12 @@ class Run:
             if name == "set_task_status":
                 try:
                     final = SetTaskStatus.model_validate(args)
-                except ValidationError as e:
-                    outcome = Outcome(
-                        [text_block(f"Invalid arguments: {e.errors()[0]['msg']}")], is_error=True
+                except ValidationError as exc:
+                    outcome = ToolOutcome(
+                        [text_block(f"Invalid arguments: {exc.errors()[0]['msg']}")], is_error=True
                     )
                 else:
-                    outcome = Outcome([text_block(f"Task status set to {FINAL_STATUS[final.status]}.")])
+                    outcome = ToolOutcome([text_block(f"Task status set to {FINAL_STATUS[final.status]}.")])
             elif name == "create_task":
                 outcome = await self._create_task(args)
             elif name.startswith(PREFIX):
@@ -261,17 +262,17 @@ class Run:
                     outcome.content.insert(0, text_block(HANDED_BACK))
                 tripped = self.guard.record(name, args, outcome.key)
             else:
-                outcome = Outcome([text_block(f"Unknown tool {name!r}.")], is_error=True)
+                outcome = ToolOutcome([text_block(f"Unknown tool {name!r}.")], is_error=True)
             results.append(tool_result_block(use["id"], outcome.content, outcome.is_error))
         return results, final, tripped
 
-    async def _create_task(self, args: dict[str, Any]) -> Outcome:
+    async def _create_task(self, args: dict[str, Any]) -> ToolOutcome:
         try:
             req = CreateTask.model_validate(args)
-        except ValidationError as e:
-            return Outcome([text_block(f"Invalid arguments: {e.errors()[0]['msg']}")], is_error=True)
+        except ValidationError as exc:
+            return ToolOutcome([text_block(f"Invalid arguments: {exc.errors()[0]['msg']}")], is_error=True)
         task = await self.ctx.create_task(req.description, req.priority, req.scheduledFor)
-        return Outcome([text_block(f"Created task {task.id} ({task.status}).")], key=task.id)
+        return ToolOutcome([text_block(f"Created task {task.id} ({task.status}).")], key=task.id)
 
     async def _finish(self, final: SetTaskStatus) -> None:
         status = FINAL_STATUS[final.status]
@@ -343,8 +344,8 @@ class Run:
         messages.append({"role": "user", "content": SUMMARY_PROMPT})
         try:
             reply = await self.llm.complete(messages, None, model=task.model)
-        except LLMError as e:
-            await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
+        except LLMError as exc:
+            await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
             return False
         self.budget.spend(reply.usage.total)
         self._summary = await self.ctx.add_summary(reply.text, parent_id=summary.id if summary else None)

@@ -17,8 +17,6 @@ from app.tasks.models import Task
 from app.tasks.store import Store
 from app.tasks.types import TaskStatus
 
-S = TaskStatus
-
 
 class Leases:
     """Claims and leases on the tasks of one ``Store``."""
@@ -37,9 +35,12 @@ class Leases:
         """
         now = self.store.now()
         due = or_(
-            and_(Task.status == S.PENDING, or_(Task.scheduled_for.is_(None), Task.scheduled_for <= now)),
             and_(
-                Task.status == S.IN_PROGRESS,
+                Task.status == TaskStatus.PENDING,
+                or_(Task.scheduled_for.is_(None), Task.scheduled_for <= now),
+            ),
+            and_(
+                Task.status == TaskStatus.IN_PROGRESS,
                 or_(Task.lease_expires_at.is_(None), Task.lease_expires_at <= now),
             ),
         )
@@ -47,21 +48,24 @@ class Leases:
             select(Task.id, Task.status, Task.lease_owner)
             .where(due)
             .order_by(
-                (Task.status == S.IN_PROGRESS).desc(), Task.priority_rank.desc(), Task.created_at, Task.id
+                (Task.status == TaskStatus.IN_PROGRESS).desc(),
+                Task.priority_rank.desc(),
+                Task.created_at,
+                Task.id,
             )
             .limit(1)
         )
         if not self.store.db.sqlite:
             pick = pick.with_for_update(skip_locked=True)
-        async with self.store.writing() as s:
-            picked = (await s.execute(pick)).first()
+        async with self.store.writing() as session:
+            picked = (await session.execute(pick)).first()
             if picked is None:
                 return None
             claim = (
                 update(Task)
                 .where(Task.id == picked.id)
                 .values(
-                    status=S.IN_PROGRESS,
+                    status=TaskStatus.IN_PROGRESS,
                     lease_owner=worker_id,
                     lease_expires_at=now + timedelta(seconds=lease_seconds),
                     executed_at=func.coalesce(Task.executed_at, now),
@@ -70,7 +74,7 @@ class Leases:
                 .returning(Task)
                 .execution_options(synchronize_session=False)
             )
-            task = (await s.scalars(claim)).one()
+            task = (await session.scalars(claim)).one()
         log_claimed(task, picked.status, picked.lease_owner, now)
         self.store.emit(Event.task_updated(task))
         return task
@@ -78,10 +82,12 @@ class Leases:
     async def heartbeat(self, task_id: str, worker_id: str, lease_seconds: float) -> bool:
         """Extend the lease; False when the task is no longer IN_PROGRESS under this worker's lease."""
         exp = self.store.now() + timedelta(seconds=lease_seconds)
-        async with self.store.writing() as s:
-            res = await s.execute(
+        async with self.store.writing() as session:
+            res = await session.execute(
                 update(Task)
-                .where(Task.id == task_id, Task.lease_owner == worker_id, Task.status == S.IN_PROGRESS)
+                .where(
+                    Task.id == task_id, Task.lease_owner == worker_id, Task.status == TaskStatus.IN_PROGRESS
+                )
                 .values(lease_expires_at=exp)
                 .execution_options(synchronize_session=False)
             )
@@ -92,48 +98,50 @@ class Leases:
     ) -> Task | None:
         """The worker is done with the task: drop its lease. If the task is still IN_PROGRESS under this
         worker, it failed (``unfinished_error``) — an executor must leave it in another status."""
-        async with self.store.writing() as s:
-            task = await s.get(Task, task_id, with_for_update=True)
+        async with self.store.writing() as session:
+            task = await session.get(Task, task_id, with_for_update=True)
             if task is None or task.lease_owner != worker_id:
                 return task
             now = self.store.now()
             changed = False
-            if task.status == S.IN_PROGRESS:
-                apply_status(task, S.FAILED, now)
+            if task.status == TaskStatus.IN_PROGRESS:
+                apply_status(task, TaskStatus.FAILED, now)
                 task.error = unfinished_error or "the agent stopped without finishing the task"
                 changed = True
             task.lease_owner = task.lease_expires_at = None
             task.updated_at = now
-            await self.store.notify(s, task_id)
+            await self.store.notify(session, task_id)
         if changed:
-            log_status(task, S.IN_PROGRESS, worker_id, now)
+            log_status(task, TaskStatus.IN_PROGRESS, worker_id, now)
             self.store.emit(Event.task_updated(task))
         return task
 
     async def abandon(self, task_id: str, worker_id: str) -> None:
         """Hand an IN_PROGRESS task back unfinished (worker shutdown): the next worker resumes it."""
-        async with self.store.writing() as s:
-            handed = await s.execute(
+        async with self.store.writing() as session:
+            handed = await session.execute(
                 update(Task)
-                .where(Task.id == task_id, Task.lease_owner == worker_id, Task.status == S.IN_PROGRESS)
+                .where(
+                    Task.id == task_id, Task.lease_owner == worker_id, Task.status == TaskStatus.IN_PROGRESS
+                )
                 .values(lease_owner=None, lease_expires_at=None)
                 .execution_options(synchronize_session=False)
             )
-            await self.store.notify(s, task_id)
+            await self.store.notify(session, task_id)
         if handed.rowcount == 1:
             log_handed_back(task_id, worker_id)
 
     async def next_due_at(self) -> datetime | None:
         """When the queue next changes by itself: a scheduled task comes due or a lease expires."""
-        async with self.store.reading() as s:
-            sched = await s.scalar(
+        async with self.store.reading() as session:
+            sched = await session.scalar(
                 select(func.min(Task.scheduled_for)).where(
-                    Task.status == S.PENDING, Task.scheduled_for.is_not(None)
+                    Task.status == TaskStatus.PENDING, Task.scheduled_for.is_not(None)
                 )
             )
-            lease = await s.scalar(
+            lease = await session.scalar(
                 select(func.min(Task.lease_expires_at)).where(
-                    Task.status == S.IN_PROGRESS, Task.lease_expires_at.is_not(None)
+                    Task.status == TaskStatus.IN_PROGRESS, Task.lease_expires_at.is_not(None)
                 )
             )
         found = [t for t in (sched, lease) if t is not None]

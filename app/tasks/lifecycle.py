@@ -30,18 +30,37 @@ from app.tasks.types import FINISHED, TaskStatus
 log = logging.getLogger(__name__)
 ERROR_CHARS = 500  # of a FAILED task's error in its log line
 
-S = TaskStatus
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
-    S.PENDING: frozenset({S.IN_PROGRESS, S.CANCELLED}),
-    S.IN_PROGRESS: frozenset({S.NEEDS_HELP, S.NEEDS_REVIEW, S.COMPLETED, S.FAILED, S.CANCELLED}),
-    S.NEEDS_HELP: frozenset({S.IN_PROGRESS, S.PENDING, S.COMPLETED, S.FAILED, S.CANCELLED}),
-    S.NEEDS_REVIEW: frozenset({S.COMPLETED, S.PENDING, S.FAILED, S.CANCELLED}),
-    S.COMPLETED: frozenset({S.PENDING}),
-    S.FAILED: frozenset({S.PENDING}),
-    S.CANCELLED: frozenset({S.PENDING}),
+    TaskStatus.PENDING: frozenset({TaskStatus.IN_PROGRESS, TaskStatus.CANCELLED}),
+    TaskStatus.IN_PROGRESS: frozenset(
+        {
+            TaskStatus.NEEDS_HELP,
+            TaskStatus.NEEDS_REVIEW,
+            TaskStatus.COMPLETED,
+            TaskStatus.FAILED,
+            TaskStatus.CANCELLED,
+        }
+    ),
+    TaskStatus.NEEDS_HELP: frozenset(
+        {
+            TaskStatus.IN_PROGRESS,
+            TaskStatus.PENDING,
+            TaskStatus.COMPLETED,
+            TaskStatus.FAILED,
+            TaskStatus.CANCELLED,
+        }
+    ),
+    TaskStatus.NEEDS_REVIEW: frozenset(
+        {TaskStatus.COMPLETED, TaskStatus.PENDING, TaskStatus.FAILED, TaskStatus.CANCELLED}
+    ),
+    TaskStatus.COMPLETED: frozenset({TaskStatus.PENDING}),
+    TaskStatus.FAILED: frozenset({TaskStatus.PENDING}),
+    TaskStatus.CANCELLED: frozenset({TaskStatus.PENDING}),
 }
-QUEUE_ONLY = frozenset({(S.PENDING, S.IN_PROGRESS)})
-REQUEUE_ON_MESSAGE = frozenset({S.NEEDS_HELP, S.NEEDS_REVIEW, S.COMPLETED, S.FAILED})
+QUEUE_ONLY = frozenset({(TaskStatus.PENDING, TaskStatus.IN_PROGRESS)})
+REQUEUE_ON_MESSAGE = frozenset(
+    {TaskStatus.NEEDS_HELP, TaskStatus.NEEDS_REVIEW, TaskStatus.COMPLETED, TaskStatus.FAILED}
+)
 
 
 def check_transition(current: str, new: str, *, by_queue: bool = False) -> None:
@@ -68,11 +87,11 @@ def apply_status(task: Task, status: TaskStatus, now: datetime) -> None:
     one goes to the next free worker (NEEDS_HELP -> IN_PROGRESS by a human)."""
     task.status = status
     task.lease_owner = task.lease_expires_at = None
-    if status == S.IN_PROGRESS:
+    if status == TaskStatus.IN_PROGRESS:
         task.executed_at = task.executed_at or now
     if status in FINISHED:
         task.completed_at = now
-    elif status == S.PENDING:
+    elif status == TaskStatus.PENDING:
         task.completed_at = None
         task.error = None
 

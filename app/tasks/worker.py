@@ -73,11 +73,11 @@ class Worker:
         self._stopping = True
         self._unsubscribe()
         self._wake.set()
-        for t in (self._listen_task, self._loop_task):
-            if t is not None:
-                t.cancel()
+        for job in (self._listen_task, self._loop_task):
+            if job is not None:
+                job.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+                    await job
 
     def _on_event(self, event: Event) -> None:
         if event.kind != "task_deleted":
@@ -151,15 +151,16 @@ class Worker:
             log.exception("releasing the task failed", extra={"task": task.id})
 
     async def _prepare_and_run(self, task: Task, ctx: TaskContext) -> None:
-        for f in await self.store.pending_files(task.id):
+        for upload in await self.store.pending_files(task.id):
             try:
-                await self.desktop.write_file(f.desktop_path, f.data)
-            except DesktopClientError as e:
+                await self.desktop.write_file(upload.desktop_path, upload.data)
+            except DesktopClientError as exc:
                 await ctx.update(
-                    status=TaskStatus.FAILED, error=f"could not save {f.name} on the desktop: {e.message}"
+                    status=TaskStatus.FAILED,
+                    error=f"could not save {upload.name} on the desktop: {exc.message}",
                 )
                 return
-            await self.store.mark_file_written(f.id)
+            await self.store.mark_file_written(upload.id)
         await self.executor.execute(task.id, ctx)
 
     async def _heartbeat(self, task_id: str, run: asyncio.Task) -> None:
@@ -203,10 +204,10 @@ class Worker:
                     await conn.execute("SELECT 1")
             except asyncio.CancelledError:
                 raise
-            except Exception as e:
+            except Exception as exc:
                 log.warning(
                     "LISTEN failed; polling instead",
-                    extra={"channel": NOTIFY_CHANNEL, "error": repr(e), "poll_s": self.poll_seconds},
+                    extra={"channel": NOTIFY_CHANNEL, "error": repr(exc), "poll_s": self.poll_seconds},
                 )
                 await asyncio.sleep(self.poll_seconds)
             finally:

@@ -110,8 +110,8 @@ class Upstream:
         )
         try:
             response = await self.client.send(upstream_request, stream=True)
-        except httpx.HTTPError as e:
-            return self.unreachable(e)
+        except httpx.HTTPError as exc:
+            return self.unreachable(exc)
         out_headers = {}
         for key, value in response.headers.multi_items():
             lower = key.lower()
@@ -150,9 +150,9 @@ class Upstream:
                 compression=None,
                 origin=None,
             )
-        except Exception as e:  # any failure to connect means "unreachable" to the browser
+        except Exception as exc:  # any failure to connect means "unreachable" to the browser
             await websocket.accept()
-            reason = f"{self.name} service at {self.base_url} not reachable ({type(e).__name__})"
+            reason = f"{self.name} service at {self.base_url} not reachable ({type(exc).__name__})"
             await websocket.close(code=1011, reason=reason[:120])
             return
         await websocket.accept(subprotocol=upstream.subprotocol)

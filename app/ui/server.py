@@ -50,8 +50,8 @@ def _templates() -> Jinja2Templates:
         filters=FILTERS,
         version=__version__,
     )
-    env.filters["status_label"] = lambda s: STATUS_LABELS.get(s, str(s).replace("_", " ").title())
-    env.filters["title_case"] = lambda s: str(s or "").replace("_", " ").title()
+    env.filters["status_label"] = lambda value: STATUS_LABELS.get(value, str(value).replace("_", " ").title())
+    env.filters["title_case"] = lambda value: str(value or "").replace("_", " ").title()
     env.filters["render_message"] = render_message
     return templates
 
@@ -94,8 +94,8 @@ def create_app(settings: UISettings | None = None) -> FastAPI:
         """The model picker's options, or why there are none."""
         try:
             return {"models": await agent(request).models(), "models_error": None}
-        except (AgentUnavailable, AgentFailed) as e:
-            return {"models": None, "models_error": str(e)}
+        except (AgentUnavailable, AgentFailed) as exc:
+            return {"models": None, "models_error": str(exc)}
 
     async def task_list(request: Request, filter_key: str, offset: int) -> dict:
         limit = settings.page_size
@@ -105,8 +105,8 @@ def create_app(settings: UISettings | None = None) -> FastAPI:
                 statuses_for(filter_key), limit, offset
             )
             ctx["error"] = None
-        except (AgentUnavailable, AgentFailed) as e:
-            ctx["error"] = str(e)
+        except (AgentUnavailable, AgentFailed) as exc:
+            ctx["error"] = str(exc)
         return ctx
 
     @app.get("/health")
@@ -129,11 +129,11 @@ def create_app(settings: UISettings | None = None) -> FastAPI:
     async def task_detail(request: Request, task_id: str) -> HTMLResponse:
         try:
             task = await agent(request).get_task(task_id)
-        except AgentUnavailable as e:
-            return page(request, "task.html", {"task": None, "task_id": task_id, "error": str(e)}, 502)
-        except AgentFailed as e:
+        except AgentUnavailable as exc:
+            return page(request, "task.html", {"task": None, "task_id": task_id, "error": str(exc)}, 502)
+        except AgentFailed as exc:
             return page(
-                request, "task.html", {"task": None, "task_id": task_id, "error": e.message}, e.status
+                request, "task.html", {"task": None, "task_id": task_id, "error": exc.message}, exc.status
             )
         ctx = {"task": task, "task_id": task_id, "error": None}
         ctx["task_state"] = without_messages(task)
@@ -160,12 +160,12 @@ def create_app(settings: UISettings | None = None) -> FastAPI:
 
     # Fragments let these through: the page's script shows the message.
     @app.exception_handler(AgentUnavailable)
-    async def agent_unavailable(request: Request, e: AgentUnavailable) -> JSONResponse:
-        return JSONResponse(agent_error_body(502, str(e)), 502)
+    async def agent_unavailable(request: Request, exc: AgentUnavailable) -> JSONResponse:
+        return JSONResponse(agent_error_body(502, str(exc)), 502)
 
     @app.exception_handler(AgentFailed)
-    async def agent_failed(request: Request, e: AgentFailed) -> JSONResponse:
-        return JSONResponse(agent_error_body(e.status, e.message), e.status)
+    async def agent_failed(request: Request, exc: AgentFailed) -> JSONResponse:
+        return JSONResponse(agent_error_body(exc.status, exc.message), exc.status)
 
     # ------------------------------------------------------------------------------------------ proxy
 
