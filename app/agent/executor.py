@@ -41,7 +41,8 @@ from app.agent.context import (
     tool_result_block,
 )
 from app.agent.guards import Budget, RepeatGuard
-from app.agent.llm import LLM, LLMError, litellm_module
+from app.agent.litellm_loader import litellm_module
+from app.agent.llm import LLM, LLMError
 from app.agent.tools import CreateTask, SetTaskStatus, tool_definitions
 from app.computer.tools import PREFIX
 from app.config import AgentSettings

@@ -13,14 +13,9 @@ back as content blocks (``thinking``, ``text``, ``tool_use``), the shape the age
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import gc
-import importlib
 import json
 import logging
-import os
 import random
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -28,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from app.agent.litellm_loader import litellm_module
 from app.config import PROVIDERS, AgentSettings, Provider, no_model_message
 
 log = logging.getLogger(__name__)
@@ -203,63 +199,6 @@ def parse_reply(response: Any, model: str = "") -> Reply:
 
 
 # ---------------------------------------------------------------------------------------------- calling
-
-
-# Modules LiteLLM imports lazily during its first call (the OpenAI client's resources, the proxy's types:
-# ~0.3 s of imports that would stall the event loop); imported up front with LiteLLM itself.
-FIRST_CALL_MODULES = ("openai.resources", "litellm.proxy._types")
-
-
-def import_litellm() -> ModuleType:
-    """Import LiteLLM here and now (blocking: ~3-6 s and ~150 MiB). Code on the event loop awaits
-    ``litellm_module()`` instead."""
-    # It fetches its model price map from GitHub at import time unless told not to (3 retries, ~2 s
-    # offline). The bundled copy is what we want; set this before the first import.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    for name in FIRST_CALL_MODULES:
-        importlib.import_module(name)
-    litellm.suppress_debug_info = True  # else it prints a "Give Feedback" banner on stdout at every error
-    return litellm
-
-
-_import_lock = threading.Lock()
-_import: concurrent.futures.Future[ModuleType] | None = None
-
-
-def _import_into(future: concurrent.futures.Future[ModuleType]) -> None:
-    # The import makes some 300,000 objects. Each full collection of the cyclic garbage collector
-    # that this sets off meanwhile holds the GIL for 100-300 ms, stalling the event loop's thread as
-    # much as an import on it would; so collection waits until the import is done, and what it made is
-    # frozen (never scanned again: modules live as long as the process).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        module = import_litellm()
-    except BaseException as exc:  # handed to every waiter; the next caller tries again
-        future.set_exception(exc)
-        return
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()
-    future.set_result(module)
-
-
-async def litellm_module() -> ModuleType:
-    """LiteLLM, imported once in a thread of its own so the event loop (the API, the WebSocket, lease
-    heartbeats) keeps answering meanwhile. Concurrent callers, on any event loop, await the same import;
-    after a failed import the next caller starts another."""
-    global _import
-    with _import_lock:
-        if _import is None or (_import.done() and _import.exception() is not None):
-            _import = concurrent.futures.Future()
-            threading.Thread(target=_import_into, args=(_import,), name="import litellm", daemon=True).start()
-        pending = _import
-    if pending.done() and pending.exception() is None:
-        return pending.result()
-    return await asyncio.wrap_future(pending)
 
 
 def _is_transient(litellm: ModuleType, exc: BaseException) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.agent.context import ASSISTANT, USER, Turn, image_block, text_block, to_openai, tool_result_block
-from app.agent.llm import import_litellm
+from app.agent.litellm_loader import import_litellm
 from app.agent.tools import tool_definitions
 from app.computer.geometry import Size
 

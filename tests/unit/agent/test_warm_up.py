@@ -43,7 +43,7 @@ def test_with_a_model_the_warm_up_imports_litellm() -> None:
 def test_concurrent_callers_share_one_import_in_a_thread() -> None:
     code = """
 import asyncio, threading
-from app.agent.llm import litellm_module
+from app.agent.litellm_loader import litellm_module
 
 async def main():
     callers = [asyncio.create_task(litellm_module()) for _ in range(3)]
