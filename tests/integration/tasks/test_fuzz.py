@@ -32,5 +32,5 @@ def fuzz_server(tmp_path_factory) -> Iterator[str]:
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 def test_agent_api_survives_fuzzing(case, fuzz_server: str) -> None:
     # positive_data_acceptance is left out: some schema-valid requests are refused by design (a status
-    # move DESIGN.md §3 forbids, scheduledFor with type IMMEDIATE), and that 400 is the right answer.
+    # move the status machine forbids, scheduledFor with type IMMEDIATE), and that 400 is the right answer.
     case.call_and_validate(base_url=fuzz_server, excluded_checks=[positive_data_acceptance])

@@ -17,7 +17,7 @@ from app.tasks.uploads import safe_name, unique_names
 
 pytestmark = pytest.mark.anyio
 
-# The table of DESIGN.md §3, written out again so a change to TRANSITIONS has to be deliberate.
+# The allowed moves of the status machine, written out again so a change to TRANSITIONS has to be deliberate.
 ALLOWED = {
     ("PENDING", "IN_PROGRESS"),  # queue only
     ("PENDING", "CANCELLED"),
