@@ -86,6 +86,8 @@ def test_empty_list_and_missing_model_are_explained(stack: Stack, page: Page) ->
     for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"):
         expect(notice).to_contain_text(variable)
     expect(notice).to_contain_text("AGENT_LLM_PROXY_URL")
+    expect(notice).to_contain_text("AGENT_OPENAI_BASE_URL")  # a local OpenAI-compatible server (Ollama ...)
+    expect(notice).to_contain_text("a task fails as soon as it starts")
     expect(page.locator("#model")).to_be_disabled()
 
 
