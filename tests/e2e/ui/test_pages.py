@@ -339,19 +339,7 @@ def test_live_desktop_shows_the_screen_and_is_view_only_until_taken_over(
     marker.wait(10)
 
 
-# ---------------------------------------------------------------------------------- outages, Firefox
-
-
-def test_page_shown_while_the_agent_was_down_recovers_when_it_starts(tmp_path, page: Page) -> None:
-    port = free_port()
-    with ServerThread(ui_app(UISettings(agent_url=f"http://127.0.0.1:{port}"))) as ui:
-        page.goto(ui.url)
-        expect(page.locator(".notice.error")).to_contain_text("The agent service is not answering")
-        expect(page.locator("#live")).to_have_attribute("data-state", "down")
-        with ServerThread(agent_app(agent_settings(tmp_path)), port=port):
-            expect(page.locator("#task-rows")).to_contain_text("No tasks yet", timeout=20_000)
-            expect(page.locator(".notice.error")).to_have_count(0)
-            expect(page.locator("#live")).to_have_attribute("data-state", "up")
+# ------------------------------------------------------------------------------------------- Firefox
 
 
 def test_firefox_creates_a_task_and_follows_it(stack: Stack) -> None:
