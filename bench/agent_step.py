@@ -59,8 +59,9 @@ def pct(values: list[float], p: float) -> float:
 
 
 def run(executor_cls: type[AgentExecutor], steps: int, desktop_url: str, llm_url: str, tmp: Path) -> list:
+    # no files are uploaded: the temporary directory is only where they would go
     settings = loop_settings(
-        tmp / f"{executor_cls.__name__}.db", desktop_url, llm_url, max_steps=steps + 1, repeat_limit=0
+        tmp / f"{executor_cls.__name__}.db", desktop_url, llm_url, tmp, max_steps=steps + 1, repeat_limit=0
     )
     executor = executor_cls(settings.agent)
     with serve_agent(settings, executor=executor) as agent:

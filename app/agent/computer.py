@@ -12,7 +12,7 @@ import asyncio
 import binascii
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pybase64
@@ -38,41 +38,41 @@ class DesktopDown(Exception):
 
 
 @dataclass
-class Outcome:
-    """A tool result: its content blocks, whether it is an error, and a key of what it produced."""
+class ToolOutcome:
+    """A tool call's result for the model: its content blocks, whether it is an error, and a key of what
+    it produced."""
 
     content: list[dict[str, Any]]
     is_error: bool = False
     key: str = ""  # hash of the screenshot / text it produced, for the repeated-action breaker
-    timings: dict[str, float] = field(default_factory=dict)
 
 
-def _error(message: str) -> Outcome:
-    return Outcome([text_block(message)], is_error=True, key=message)
+def _error(message: str) -> ToolOutcome:
+    return ToolOutcome([text_block(message)], is_error=True, key=message)
 
 
-def _digest(s: str) -> str:
-    return hashlib.blake2b(s.encode(), digest_size=16).hexdigest()
+def _digest(settled: str) -> str:
+    return hashlib.blake2b(settled.encode(), digest_size=16).hexdigest()
 
 
 def map_coordinates(args: dict[str, Any], image: Size) -> dict[str, Any]:
     """Model-image coordinates in ``coordinates`` / ``path`` → screen coordinates (other fields as given)."""
 
-    def point(p: Any) -> Any:
+    def point(value: Any) -> Any:
         if (
-            isinstance(p, dict)
-            and isinstance(p.get("x"), int | float)
-            and isinstance(p.get("y"), int | float)
+            isinstance(value, dict)
+            and isinstance(value.get("x"), int | float)
+            and isinstance(value.get("y"), int | float)
         ):
-            x, y = to_screen(p["x"], p["y"], image)
-            return {**p, "x": x, "y": y}
-        return p  # left for validation to reject with a clear message
+            x, y = to_screen(value["x"], value["y"], image)
+            return {**value, "x": x, "y": y}
+        return value  # left for validation to reject with a clear message
 
     out = dict(args)
     if "coordinates" in out:
         out["coordinates"] = point(out["coordinates"])
     if isinstance(out.get("path"), list):
-        out["path"] = [point(p) for p in out["path"]]
+        out["path"] = [point(value) for value in out["path"]]
     return out
 
 
@@ -90,12 +90,12 @@ class Computer:
         for delay in (*DOWN_RETRIES, None):
             try:
                 return await self.desktop.action(action, **fields)
-            except DesktopClientError as e:
-                if e.status not in (0, 502, 503, 504):
+            except DesktopClientError as exc:
+                if exc.status not in (0, 502, 503, 504):
                     raise
                 if delay is None:
-                    raise DesktopDown(e.message) from e
-                log.warning("desktop unavailable (%s); retrying in %.1fs", e.message, delay)
+                    raise DesktopDown(exc.message) from exc
+                log.warning("desktop unavailable; retrying", extra={"error": exc.message, "delay_s": delay})
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -116,10 +116,10 @@ class Computer:
         return self._fit(await self._frame())
 
     async def settled_screenshot(self) -> str:
-        s = await settle(self._frame, within=self.settle_within, interval=self.settle_interval)
-        return self._fit(s.frame)
+        settled = await settle(self._frame, within=self.settle_within, interval=self.settle_interval)
+        return self._fit(settled.frame)
 
-    async def run(self, action: str, args: dict[str, Any]) -> Outcome:
+    async def run(self, action: str, args: dict[str, Any]) -> ToolOutcome:
         """Run ``computer_<action>`` with the model's `args`; never raises for the model's mistakes."""
         model = ACTION_MODELS.get(action)
         if model is None:
@@ -129,33 +129,33 @@ class Computer:
         raw = {k: v for k, v in map_coordinates(args, self.image).items() if k not in CLIENT_FIELDS}
         try:  # the desktop's own validation, so the model gets the message /computer-use would give
             validated = parse_action({**raw, "action": action})
-        except InvalidAction as e:
-            return _error(f"Invalid arguments: {e.message}")
+        except InvalidAction as exc:
+            return _error(f"Invalid arguments: {exc.message}")
         payload = validated.model_dump(mode="json", exclude_none=True, by_alias=True)
         payload.pop("action", None)
         if action == "screenshot":
             shot = await self.screenshot()
-            return Outcome([image_block(shot)], key=_digest(shot))
+            return ToolOutcome([image_block(shot)], key=_digest(shot))
         try:
             body = await self._call(action, **payload)
-        except DesktopClientError as e:
-            return _error(e.message)
+        except DesktopClientError as exc:
+            return _error(exc.message)
         if action == "cursor_position":
             x, y = to_model(body["data"]["x"], body["data"]["y"], self.image)
             msg = f"The pointer is at x={x}, y={y}."
-            return Outcome([text_block(msg)], key=msg)
+            return ToolOutcome([text_block(msg)], key=msg)
         if action == "read_file":
             return _file_outcome(body)
         if action == "write_file":
             msg = str(body.get("message") or f"Wrote {payload.get('path')}.")
-            return Outcome([text_block(msg)], key=msg)
+            return ToolOutcome([text_block(msg)], key=msg)
         if action in CHANGES_SCREEN:
             shot = await self.settled_screenshot()
-            return Outcome([text_block("Done."), image_block(shot)], key=_digest(shot))
-        return Outcome([text_block("Done.")], key="done")
+            return ToolOutcome([text_block("Done."), image_block(shot)], key=_digest(shot))
+        return ToolOutcome([text_block("Done.")], key="done")
 
 
-def _file_outcome(body: dict[str, Any]) -> Outcome:
+def _file_outcome(body: dict[str, Any]) -> ToolOutcome:
     name, size, media = body.get("name", "file"), int(body.get("size") or 0), body.get("mediaType") or ""
     head = f"{name} ({size} bytes, {media or 'unknown type'})"
     try:
@@ -164,11 +164,11 @@ def _file_outcome(body: dict[str, Any]) -> Outcome:
         return _error(f"{head}: the desktop returned invalid base64")
     key = hashlib.blake2b(data, digest_size=16).hexdigest()
     if media in ("image/png", "image/jpeg", "image/gif", "image/webp") and len(data) <= MAX_IMAGE_BYTES:
-        return Outcome([text_block(head), image_block(body["data"], media)], key=key)
+        return ToolOutcome([text_block(head), image_block(body["data"], media)], key=key)
     try:
         content = data.decode("utf-8")
     except UnicodeDecodeError:
-        return Outcome([text_block(f"{head}: binary content, not shown.")], key=key)
+        return ToolOutcome([text_block(f"{head}: binary content, not shown.")], key=key)
     if len(content) > MAX_TEXT_CHARS:
         content = content[:MAX_TEXT_CHARS] + f"\n[... truncated, {len(content)} characters in all]"
-    return Outcome([text_block(f"{head}:\n{content}")], key=key)
+    return ToolOutcome([text_block(f"{head}:\n{content}")], key=key)

@@ -22,14 +22,14 @@ import asyncio
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import ValidationError
 
-from app.agent.computer import Computer, DesktopDown, Outcome
+from app.agent.computer import Computer, DesktopDown, ToolOutcome
 from app.agent.context import (
     ASSISTANT,
     USER,
@@ -41,6 +41,7 @@ from app.agent.context import (
     tool_result_block,
 )
 from app.agent.guards import Budget, RepeatGuard
+from app.agent.litellm_loader import litellm_module
 from app.agent.llm import LLM, LLMError
 from app.agent.tools import CreateTask, SetTaskStatus, tool_definitions
 from app.computer.tools import PREFIX
@@ -96,7 +97,6 @@ class Step:
     tools: float = 0.0
     store: float = 0.0
     total: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class AgentExecutor:
@@ -110,6 +110,13 @@ class AgentExecutor:
         # timings of the latest steps (the bench reads them); bounded, the service runs for months
         self.steps: deque[Step] = deque(maxlen=STEPS_KEPT)
 
+    async def warm_up(self) -> None:
+        """Import LiteLLM (seconds of work, in a thread) while the service starts, so neither the first
+        task nor the first ``GET /tasks/models`` waits for it. Nothing is imported when no model is
+        configured: every task fails at once then, and the process stays small."""
+        if self.llm.configured():
+            await litellm_module()
+
     async def execute(self, task_id: str, ctx: TaskContext) -> None:
         await Run(self, task_id, ctx).run()
 
@@ -118,10 +125,10 @@ class AgentExecutor:
         set, else the models of the providers whose keys are set."""
         try:
             return await self.llm.models()
-        except httpx.HTTPError as e:
+        except httpx.HTTPError as exc:
             raise UpstreamUnavailable(
-                f"LLM proxy at {self.settings.llm_proxy_url} did not answer /model/info: {e!r}"
-            ) from e
+                f"LLM proxy at {self.settings.llm_proxy_url} did not answer /model/info: {exc!r}"
+            ) from exc
 
 
 class Run:
@@ -154,15 +161,18 @@ class Run:
         task = await self.ctx.task()
         try:
             route = self.llm.route(task.model)
-        except LLMError as e:
-            await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
+        except LLMError as exc:
+            await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
             return
         if task.model is None:  # record which model ran it
             task = await self.ctx.update(model=route.name)
+        log.info("agent run started", extra={"task": self.task_id, "model": route.name})
         try:
             await self._loop(task)
-        except DesktopDown as e:
-            await self.ctx.update(status=TaskStatus.FAILED, error=f"The desktop service is unavailable: {e}")
+        except DesktopDown as exc:
+            await self.ctx.update(
+                status=TaskStatus.FAILED, error=f"The desktop service is unavailable: {exc}"
+            )
 
     async def _loop(self, task: Task) -> None:
         window = await self.llm.context_window(task.model)
@@ -184,8 +194,8 @@ class Run:
             t1 = time.perf_counter()
             try:
                 reply = await self.llm.complete(messages, self.tools, model=task.model)
-            except LLMError as e:
-                await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
+            except LLMError as exc:
+                await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
                 return
             t2 = time.perf_counter()
             # servers that report no usage (some local ones) still get budgets and summaries
@@ -198,6 +208,8 @@ class Run:
             uses = reply.tool_uses
             if not uses:  # a question for the human, never a silent retry
                 await saving
+                step.llm, step.total = t2 - t1, time.perf_counter() - t0
+                self._log_step(step, uses, used)
                 await self.ctx.update(status=TaskStatus.NEEDS_HELP)
                 return
             t3 = time.perf_counter()
@@ -212,6 +224,7 @@ class Run:
             step.total = t5 - t0
             step.store = step.total - step.llm - step.tools
             self.executor.steps.append(step)
+            self._log_step(step, uses, used)
             if final is not None:
                 await self._finish(final)
                 return
@@ -233,12 +246,12 @@ class Run:
             if name == "set_task_status":
                 try:
                     final = SetTaskStatus.model_validate(args)
-                except ValidationError as e:
-                    outcome = Outcome(
-                        [text_block(f"Invalid arguments: {e.errors()[0]['msg']}")], is_error=True
+                except ValidationError as exc:
+                    outcome = ToolOutcome(
+                        [text_block(f"Invalid arguments: {exc.errors()[0]['msg']}")], is_error=True
                     )
                 else:
-                    outcome = Outcome([text_block(f"Task status set to {FINAL_STATUS[final.status]}.")])
+                    outcome = ToolOutcome([text_block(f"Task status set to {FINAL_STATUS[final.status]}.")])
             elif name == "create_task":
                 outcome = await self._create_task(args)
             elif name.startswith(PREFIX):
@@ -250,17 +263,17 @@ class Run:
                     outcome.content.insert(0, text_block(HANDED_BACK))
                 tripped = self.guard.record(name, args, outcome.key)
             else:
-                outcome = Outcome([text_block(f"Unknown tool {name!r}.")], is_error=True)
+                outcome = ToolOutcome([text_block(f"Unknown tool {name!r}.")], is_error=True)
             results.append(tool_result_block(use["id"], outcome.content, outcome.is_error))
         return results, final, tripped
 
-    async def _create_task(self, args: dict[str, Any]) -> Outcome:
+    async def _create_task(self, args: dict[str, Any]) -> ToolOutcome:
         try:
             req = CreateTask.model_validate(args)
-        except ValidationError as e:
-            return Outcome([text_block(f"Invalid arguments: {e.errors()[0]['msg']}")], is_error=True)
+        except ValidationError as exc:
+            return ToolOutcome([text_block(f"Invalid arguments: {exc.errors()[0]['msg']}")], is_error=True)
         task = await self.ctx.create_task(req.description, req.priority, req.scheduledFor)
-        return Outcome([text_block(f"Created task {task.id} ({task.status}).")], key=task.id)
+        return ToolOutcome([text_block(f"Created task {task.id} ({task.status}).")], key=task.id)
 
     async def _finish(self, final: SetTaskStatus) -> None:
         status = FINAL_STATUS[final.status]
@@ -271,7 +284,26 @@ class Run:
         else:
             await self.ctx.update(status=status)
 
+    def _log_step(self, step: Step, uses: list[dict[str, Any]], tokens: int) -> None:
+        """One line per step: names and timings only (arguments and screenshots stay in the database)."""
+        log.info(
+            "agent step",
+            extra={
+                "task": self.task_id,
+                "step": self.budget.steps,
+                "tools": ",".join(use["name"] for use in uses) or "none",
+                "llm_ms": round(step.llm * 1000, 1),
+                "tools_ms": round(step.tools * 1000, 1),
+                "step_ms": round(step.total * 1000, 1),
+                "tokens": tokens,
+            },
+        )
+
     async def _needs_help(self, reason: str) -> None:
+        """A budget or the repeated-action breaker tripped: the human decides whether to go on."""
+        log.warning(
+            "agent run stopped", extra={"task": self.task_id, "step": self.budget.steps, "reason": reason}
+        )
         await self.ctx.add_message([text_block(reason)], role=ASSISTANT)
         await self.ctx.update(status=TaskStatus.NEEDS_HELP)
 
@@ -313,11 +345,15 @@ class Run:
         messages.append({"role": "user", "content": SUMMARY_PROMPT})
         try:
             reply = await self.llm.complete(messages, None, model=task.model)
-        except LLMError as e:
-            await self.ctx.update(status=TaskStatus.FAILED, error=e.message)
+        except LLMError as exc:
+            await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
             return False
         self.budget.spend(reply.usage.total)
         self._summary = await self.ctx.add_summary(reply.text, parent_id=summary.id if summary else None)
+        log.info(
+            "agent summarised the history",
+            extra={"task": self.task_id, "summary_chars": len(reply.text), "tokens": reply.usage.total},
+        )
         # the summary replaces every message so far; show the model the screen again
         await self.ctx.wait_for_control()
         shot = await self.computer.screenshot()

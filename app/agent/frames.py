@@ -18,8 +18,8 @@ def png_size(png: bytes) -> Size:
     """Width and height from a PNG's IHDR chunk, without decoding the image."""
     if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
         raise ValueError("not a PNG image")
-    w, h = struct.unpack(">II", png[16:24])
-    return Size(w, h)
+    width, height = struct.unpack(">II", png[16:24])
+    return Size(width, height)
 
 
 def resize_png(png: bytes, size: Size) -> bytes:

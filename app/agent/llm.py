@@ -13,10 +13,8 @@ back as content blocks (``thinking``, ``text``, ``tool_use``), the shape the age
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from app.agent.litellm_loader import litellm_module
 from app.config import PROVIDERS, AgentSettings, Provider, no_model_message
 
 log = logging.getLogger(__name__)
@@ -69,35 +68,35 @@ class Route:
     api_key: str | None = None
 
     def kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"model": self.litellm_model}
+        arguments: dict[str, Any] = {"model": self.litellm_model}
         if self.api_base:
-            kw["api_base"] = self.api_base
+            arguments["api_base"] = self.api_base
         if self.api_key:
-            kw["api_key"] = self.api_key
-        return kw
+            arguments["api_key"] = self.api_key
+        return arguments
 
 
-def _route_for(s: AgentSettings, provider: Provider, model: str) -> Route:
+def _route_for(settings: AgentSettings, provider: Provider, model: str) -> Route:
     if provider.name == "local":
         return Route(
             name=f"local/{model}",
             provider="local",
             litellm_model=f"openai/{model}",
-            api_base=s.openai_base_url,
-            api_key=s.openai_base_key or "none",  # the OpenAI client insists on some key
+            api_base=settings.openai_base_url,
+            api_key=settings.openai_base_key or "none",  # the OpenAI client insists on some key
         )
     return Route(
         name=f"{provider.name}/{model}",
         provider=provider.name,
         litellm_model=f"{provider.litellm_prefix}/{model}",
-        api_key=s.provider_key(provider),
+        api_key=settings.provider_key(provider),
     )
 
 
-def route(s: AgentSettings, model: str | None = None) -> Route:
+def route(settings: AgentSettings, model: str | None = None) -> Route:
     """The route for `model` (one of our names, or None for the default); NoProvider if nothing is set up."""
-    if s.llm_proxy_url:
-        name = model or s.model
+    if settings.llm_proxy_url:
+        name = model or settings.model
         if not name:
             raise NoProvider(
                 "AGENT_LLM_PROXY_URL is set but no model is chosen: set AGENT_MODEL to one of the "
@@ -107,27 +106,28 @@ def route(s: AgentSettings, model: str | None = None) -> Route:
             name=name,
             provider="proxy",
             litellm_model=f"litellm_proxy/{name}",
-            api_base=s.llm_proxy_url.rstrip("/"),
+            api_base=settings.llm_proxy_url.rstrip("/"),
             # the proxy answers 500 to a request with no Authorization header at all
-            api_key=s.llm_proxy_key or "no-key",
+            api_key=settings.llm_proxy_key or "no-key",
         )
-    providers = s.configured_providers()
+    providers = settings.configured_providers()
     if not providers:
         raise NoProvider(no_model_message())
-    name = model or s.model
+    name = model or settings.model
     if not name:
         first = providers[0]
-        return _route_for(s, first, s.provider_model(first))
+        return _route_for(settings, first, settings.provider_model(first))
     prefix, _, rest = name.partition("/")
-    for p in providers:
-        if prefix == p.name and rest:
-            return _route_for(s, p, rest)
-    known = {p.name for p in PROVIDERS}
-    if prefix in known and rest:
-        p = next(p for p in PROVIDERS if p.name == prefix)
-        raise NoProvider(f"Model {name!r} needs {p.key_var} to be set in the agent service's environment.")
+    for provider in providers:
+        if prefix == provider.name and rest:
+            return _route_for(settings, provider, rest)
+    needed = next((p for p in PROVIDERS if p.name == prefix), None)
+    if needed is not None and rest:
+        raise NoProvider(
+            f"Model {name!r} needs {needed.key_var} to be set in the agent service's environment."
+        )
     # a bare model name ("gpt-5.4") belongs to the default provider
-    return _route_for(s, providers[0], name)
+    return _route_for(settings, providers[0], name)
 
 
 # ---------------------------------------------------------------------------------------------- replies
@@ -201,20 +201,7 @@ def parse_reply(response: Any, model: str = "") -> Reply:
 # ---------------------------------------------------------------------------------------------- calling
 
 
-@functools.cache
-def _litellm() -> ModuleType:
-    """LiteLLM, imported on first use: the import costs ~4 s and ~180 MiB, which the service's start-up
-    (and a build with no model configured) should not pay."""
-    # It fetches its model price map from GitHub at import time unless told not to (3 retries, ~2 s
-    # offline). The bundled copy is what we want; set this before the first import.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    return litellm
-
-
-def _is_transient(exc: BaseException) -> bool:
-    litellm = _litellm()
+def _is_transient(litellm: ModuleType, exc: BaseException) -> bool:
     permanent = (
         litellm.AuthenticationError,
         litellm.PermissionDeniedError,
@@ -248,6 +235,10 @@ class LLM:
     def route(self, model: str | None = None) -> Route:
         return route(self.settings, model)
 
+    def configured(self) -> bool:
+        """A model can be called: a proxy or at least one provider is set up."""
+        return bool(self.settings.llm_proxy_url or self.settings.configured_providers())
+
     async def complete(
         self,
         messages: Sequence[dict[str, Any]],
@@ -255,32 +246,34 @@ class LLM:
         model: str | None = None,
     ) -> Reply:
         """One chat completion, retried with exponential back-off on transient errors."""
-        r = self.route(model)
-        s = self.settings
+        route = self.route(model)
+        settings = self.settings
         kwargs: dict[str, Any] = {
-            **r.kwargs(),
+            **route.kwargs(),
             "messages": list(messages),
-            "timeout": s.llm_timeout,
-            "max_tokens": s.max_output_tokens,
+            "timeout": settings.llm_timeout,
+            "max_tokens": settings.max_output_tokens,
             "num_retries": 0,  # ours below, so the task sees one policy whatever the provider
         }
         if tools:
             kwargs["tools"] = list(tools)
-        attempts = s.llm_retries + 1
+        litellm = await litellm_module()
+        attempts = settings.llm_retries + 1
         for attempt in range(attempts):
             try:
-                response = await _litellm().acompletion(**kwargs)
-                return parse_reply(response, r.name)
+                response = await litellm.acompletion(**kwargs)
+                return parse_reply(response, route.name)
             except Exception as exc:
-                if not _is_transient(exc):
-                    raise LLMRejected(f"{r.name}: {_short(exc)}") from exc
+                if not _is_transient(litellm, exc):
+                    raise LLMRejected(f"{route.name}: {_short(exc)}") from exc
                 if attempt == attempts - 1:
                     raise LLMUnavailable(
-                        f"{r.name} failed {attempts} times, last error: {_short(exc)}"
+                        f"{route.name} failed {attempts} times, last error: {_short(exc)}"
                     ) from exc
-                delay = min(30.0, s.llm_backoff * 2**attempt) * (0.5 + random.random() / 2)
+                delay = min(30.0, settings.llm_backoff * 2**attempt) * (0.5 + random.random() / 2)
                 log.warning(
-                    "LLM %s transient error (%s); retry %d in %.1fs", r.name, _short(exc), attempt + 1, delay
+                    "LLM call failed; retrying",
+                    extra={"model": route.name, "error": _short(exc), "retry": attempt + 1, "delay_s": delay},
                 )
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
@@ -289,8 +282,8 @@ class LLM:
 
     async def models(self) -> list[dict[str, Any]]:
         """``[{provider, name, title, contextWindow}]``: the proxy's models, or the configured providers'."""
-        s = self.settings
-        if s.llm_proxy_url:
+        settings = self.settings
+        if settings.llm_proxy_url:
             return await self._proxy_model_list()
         out: list[dict[str, Any]] = []
         names: list[str] = []
@@ -299,26 +292,27 @@ class LLM:
             names.append(default)
         except NoProvider:
             return []
-        for p in s.configured_providers():
-            names.append(_route_for(s, p, s.provider_model(p)).name)
+        for provider in settings.configured_providers():
+            names.append(_route_for(settings, provider, settings.provider_model(provider)).name)
+        litellm = await litellm_module()
         for name in dict.fromkeys(names):
-            r = self.route(name)
+            route = self.route(name)
             out.append(
                 {
-                    "provider": r.provider,
-                    "name": r.name,
-                    "title": r.name.split("/", 1)[1],
-                    "contextWindow": self._litellm_context_window(r),
+                    "provider": route.provider,
+                    "name": route.name,
+                    "title": route.name.split("/", 1)[1],
+                    "contextWindow": _litellm_context_window(litellm, route),
                 }
             )
         return out
 
     async def _proxy_model_list(self) -> list[dict[str, Any]]:
-        s = self.settings
-        assert s.llm_proxy_url
-        headers = {"Authorization": f"Bearer {s.llm_proxy_key}"} if s.llm_proxy_key else {}
+        settings = self.settings
+        assert settings.llm_proxy_url
+        headers = {"Authorization": f"Bearer {settings.llm_proxy_key}"} if settings.llm_proxy_key else {}
         async with httpx.AsyncClient(timeout=10) as client:
-            resp = await client.get(f"{s.llm_proxy_url.rstrip('/')}/model/info", headers=headers)
+            resp = await client.get(f"{settings.llm_proxy_url.rstrip('/')}/model/info", headers=headers)
             resp.raise_for_status()
         out = []
         for item in resp.json().get("data", []):
@@ -335,24 +329,24 @@ class LLM:
         """Input tokens the model takes: AGENT_CONTEXT_WINDOW, else the proxy's or LiteLLM's figure."""
         if self.settings.context_window:
             return self.settings.context_window
-        r = self.route(model)
-        if r.provider == "proxy":
-            if r.name not in self._proxy_models:
+        route = self.route(model)
+        if route.provider == "proxy":
+            if route.name not in self._proxy_models:
                 try:
                     await self._proxy_model_list()
                 except httpx.HTTPError:
                     return DEFAULT_CONTEXT_WINDOW
-            info = self._proxy_models.get(r.name) or {}
+            info = self._proxy_models.get(route.name) or {}
             return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
-        return self._litellm_context_window(r)
+        return _litellm_context_window(await litellm_module(), route)
 
-    @staticmethod
-    def _litellm_context_window(r: Route) -> int:
-        try:
-            info = _litellm().get_model_info(r.litellm_model)
-        except Exception:
-            return DEFAULT_CONTEXT_WINDOW
-        return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+
+def _litellm_context_window(litellm: ModuleType, route: Route) -> int:
+    try:
+        info = litellm.get_model_info(route.litellm_model)
+    except Exception:
+        return DEFAULT_CONTEXT_WINDOW
+    return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
 
 
 def _short(exc: BaseException) -> str:

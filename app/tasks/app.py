@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from app import __version__
+from app import __version__, logs
 from app.computer.client import DesktopClient
 from app.config import TaskSettings
 from app.tasks.events import EventHub
@@ -37,6 +37,7 @@ def create_app(
     executor: Executor | None = None,
     desktop: DesktopClient | None = None,
 ) -> FastAPI:
+    logs.configure()
     settings = settings or TaskSettings()
 
     @contextlib.asynccontextmanager

@@ -20,12 +20,12 @@ from app.tasks.migrations import upgrade_to_head
 
 def async_url(url: str) -> str:
     """Give plain URLs their async driver: postgresql:// -> asyncpg, sqlite:// -> aiosqlite."""
-    u = make_url(url)
-    if u.drivername in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
-        u = u.set(drivername="postgresql+asyncpg")
-    elif u.drivername in ("sqlite", "sqlite+pysqlite"):
-        u = u.set(drivername="sqlite+aiosqlite")
-    return u.render_as_string(hide_password=False)
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    elif parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    return parsed.render_as_string(hide_password=False)
 
 
 def is_sqlite(url: str) -> bool:

@@ -88,17 +88,17 @@ class EventHub:
 
     def publish(self, event: Event) -> None:
         frame = None
-        for c in list(self._clients):
-            if not c.wants(event):
+        for client in list(self._clients):
+            if not client.wants(event):
                 continue
             frame = frame or event.frame()
             try:
-                c.queue.put_nowait(frame)
+                client.queue.put_nowait(frame)
             except asyncio.QueueFull:
-                self._clients.discard(c)
+                self._clients.discard(client)
                 with contextlib.suppress(asyncio.QueueFull):
-                    c.queue.get_nowait()
-                    c.queue.put_nowait(None)  # tells its sender to close
+                    client.queue.get_nowait()
+                    client.queue.put_nowait(None)  # tells its sender to close
 
     async def serve(self, ws: WebSocket) -> None:
         await ws.accept()

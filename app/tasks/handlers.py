@@ -22,9 +22,9 @@ def _field(loc: tuple | list) -> str:
         parts = parts[1:]
     out = ""
     # union members appear as tags such as 'constrained-str' or 'list[ContentBlock]': not fields
-    parts = [p for p in parts if not (isinstance(p, str) and ("[" in p or "-" in p))]
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    parts = [part for part in parts if not (isinstance(part, str) and ("[" in part or "-" in part))]
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "body"
 
 
@@ -32,17 +32,17 @@ def validation_message(errors: list) -> str:
     """One line per invalid field, each starting with the field's name."""
     lines = []
     seen: set[str] = set()
-    for e in errors:
-        where = _field(e.get("loc", ()))
+    for error in errors:
+        where = _field(error.get("loc", ()))
         if where in seen:  # one line per field (a union reports each of its members)
             continue
         seen.add(where)
-        if e.get("type") == "json_invalid":
-            lines.append(f"body: invalid JSON ({e.get('ctx', {}).get('error', e.get('msg'))})")
-        elif e.get("type") == "missing":
+        if error.get("type") == "json_invalid":
+            lines.append(f"body: invalid JSON ({error.get('ctx', {}).get('error', error.get('msg'))})")
+        elif error.get("type") == "missing":
             lines.append(f"{where}: field required")
         else:
-            lines.append(f"{where}: {e.get('msg', 'invalid')}")
+            lines.append(f"{where}: {error.get('msg', 'invalid')}")
     return "; ".join(lines) or "invalid request"
 
 

@@ -43,19 +43,23 @@ class TaskCreate(_Camel):
 
     @field_validator("scheduled_for", mode="before")
     @classmethod
-    def _iso_only(cls, v: Any) -> Any:
+    def _iso_only(cls, value: Any) -> Any:
         # pydantic would also take numbers and bare dates; the API promises ISO 8601 date-times only.
-        if v is not None and not isinstance(v, datetime) and not (isinstance(v, str) and _DATE_TIME.match(v)):
+        if (
+            value is not None
+            and not isinstance(value, datetime)
+            and not (isinstance(value, str) and _DATE_TIME.match(value))
+        ):
             raise ValueError("must be an ISO 8601 date-time such as 2030-01-31T09:00:00Z")
-        return v
+        return value
 
     @field_validator("model", mode="before")
     @classmethod
-    def _model_name(cls, v: Any) -> Any:
+    def _model_name(cls, value: Any) -> Any:
         # Clients may send the whole model object of GET /tasks/models; its name is what is stored.
-        if isinstance(v, dict) and isinstance(v.get("name"), str):
-            return v["name"]
-        return v
+        if isinstance(value, dict) and isinstance(value.get("name"), str):
+            return value["name"]
+        return value
 
 
 class TaskPatch(_Camel):
@@ -153,52 +157,52 @@ def iso(dt: datetime | None) -> str | None:
     return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def task_json(t: Task) -> dict[str, Any]:
+def task_json(task: Task) -> dict[str, Any]:
     return {
-        "id": t.id,
-        "description": t.description,
-        "status": t.status,
-        "priority": t.priority,
-        "type": t.type,
-        "scheduledFor": iso(t.scheduled_for),
-        "model": t.model,
-        "control": t.control,
-        "createdBy": t.created_by,
-        "error": t.error,
-        "result": t.result,
-        "createdAt": iso(t.created_at),
-        "updatedAt": iso(t.updated_at),
-        "executedAt": iso(t.executed_at),
-        "completedAt": iso(t.completed_at),
+        "id": task.id,
+        "description": task.description,
+        "status": task.status,
+        "priority": task.priority,
+        "type": task.type,
+        "scheduledFor": iso(task.scheduled_for),
+        "model": task.model,
+        "control": task.control,
+        "createdBy": task.created_by,
+        "error": task.error,
+        "result": task.result,
+        "createdAt": iso(task.created_at),
+        "updatedAt": iso(task.updated_at),
+        "executedAt": iso(task.executed_at),
+        "completedAt": iso(task.completed_at),
     }
 
 
-def message_json(m: Message) -> dict[str, Any]:
+def message_json(message: Message) -> dict[str, Any]:
     return {
-        "id": m.id,
-        "taskId": m.task_id,
-        "role": m.role,
-        "content": m.content,
-        "createdAt": iso(m.created_at),
-        "updatedAt": iso(m.updated_at),
+        "id": message.id,
+        "taskId": message.task_id,
+        "role": message.role,
+        "content": message.content,
+        "createdAt": iso(message.created_at),
+        "updatedAt": iso(message.updated_at),
     }
 
 
-def file_json(f: TaskFile) -> dict[str, Any]:
+def file_json(file: TaskFile) -> dict[str, Any]:
     return {
-        "id": f.id,
-        "name": f.name,
-        "mediaType": f.media_type,
-        "size": f.size,
-        "path": f.desktop_path,
-        "writtenAt": iso(f.written_at),
-        "createdAt": iso(f.created_at),
+        "id": file.id,
+        "name": file.name,
+        "mediaType": file.media_type,
+        "size": file.size,
+        "path": file.desktop_path,
+        "writtenAt": iso(file.written_at),
+        "createdAt": iso(file.created_at),
     }
 
 
-def task_detail_json(t: Task, messages: list[Message], files: list[TaskFile]) -> dict[str, Any]:
+def task_detail_json(task: Task, messages: list[Message], files: list[TaskFile]) -> dict[str, Any]:
     return {
-        **task_json(t),
-        "messages": [message_json(m) for m in messages],
-        "files": [file_json(f) for f in files],
+        **task_json(task),
+        "messages": [message_json(message) for message in messages],
+        "files": [file_json(file) for file in files],
     }

@@ -4,7 +4,6 @@ moved, cancel before a delete, and so on. Routes call these; so can tests and ot
 from __future__ import annotations
 
 import contextlib
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +16,6 @@ from app.tasks.models import Task
 from app.tasks.store import Store
 from app.tasks.types import FINISHED, Role, TaskStatus
 from app.tasks.worker import Worker
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -44,7 +41,6 @@ class TaskService:
                 await self.store.update_task(task_id, status=TaskStatus.CANCELLED)
             await self.worker.cancel_task(task_id)
         await self.store.delete_task(task_id)
-        log.info("task deleted", extra={"task": task_id})
 
     async def in_progress(self) -> Task | None:
         """The task IN_PROGRESS, this worker's own first."""

@@ -21,13 +21,19 @@ from sqlalchemy.orm import defer
 from app.errors import BadRequest, TaskNotFound
 from app.tasks.db import Database
 from app.tasks.events import Event
-from app.tasks.lifecycle import REQUEUE_ON_MESSAGE, apply_status, check_transition
+from app.tasks.lifecycle import (
+    REQUEUE_ON_MESSAGE,
+    apply_status,
+    check_transition,
+    log_created,
+    log_deleted,
+    log_status,
+)
 from app.tasks.models import Message, Summary, Task, TaskFile, new_id, utcnow
 from app.tasks.types import Role, TaskPriority, TaskStatus, TaskType
 from app.tasks.uploads import NewFile, files_note, guess_media_type, safe_name, unique_names
 
 NOTIFY_CHANNEL = "deskpilot_tasks"
-S = TaskStatus
 
 Listener = Callable[[Event], None]
 
@@ -66,17 +72,17 @@ class Store:
 
     @asynccontextmanager
     async def writing(self) -> AsyncIterator[AsyncSession]:
-        async with AsyncSession(self.db.writer, expire_on_commit=False) as s, s.begin():
-            yield s
+        async with AsyncSession(self.db.writer, expire_on_commit=False) as session, session.begin():
+            yield session
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[AsyncSession]:
-        async with AsyncSession(self.db.reader, expire_on_commit=False) as s, s.begin():
-            yield s
+        async with AsyncSession(self.db.reader, expire_on_commit=False) as session, session.begin():
+            yield session
 
-    async def notify(self, s: AsyncSession, task_id: str) -> None:
+    async def notify(self, session: AsyncSession, task_id: str) -> None:
         if not self.db.sqlite:  # delivered by PostgreSQL at commit
-            await s.execute(text("SELECT pg_notify(:c, :id)"), {"c": NOTIFY_CHANNEL, "id": task_id})
+            await session.execute(text("SELECT pg_notify(:c, :id)"), {"c": NOTIFY_CHANNEL, "id": task_id})
 
     def now(self) -> datetime:
         """utcnow, strictly increasing within this process so messages keep their order."""
@@ -87,8 +93,8 @@ class Store:
         return now
 
     @staticmethod
-    async def _locked(s: AsyncSession, task_id: str) -> Task:
-        task = await s.get(Task, task_id, with_for_update=True)
+    async def _locked(session: AsyncSession, task_id: str) -> Task:
+        task = await session.get(Task, task_id, with_for_update=True)
         if task is None:
             raise TaskNotFound(task_id)
         return task
@@ -117,7 +123,7 @@ class Store:
         task = Task(
             id=new_id(),
             description=description,
-            status=S.PENDING,
+            status=TaskStatus.PENDING,
             priority=priority,
             priority_rank=TaskPriority(priority).rank,
             type=type,
@@ -130,15 +136,15 @@ class Store:
         )
         rows: list[TaskFile] = []
         files = files or []
-        for f, name in zip(files, unique_names(safe_name(f.name) for f in files), strict=True):
+        for upload, name in zip(files, unique_names(safe_name(upload.name) for upload in files), strict=True):
             rows.append(
                 TaskFile(
                     id=new_id(),
                     task_id=task.id,
                     name=name,
-                    media_type=f.media_type or guess_media_type(name),
-                    size=len(f.data),
-                    data=f.data,
+                    media_type=upload.media_type or guess_media_type(name),
+                    size=len(upload.data),
+                    data=upload.data,
                     desktop_path=posixpath.join(self.desktop_files_dir, name),
                     created_at=now,
                 )
@@ -149,29 +155,30 @@ class Store:
         first = Message(
             id=new_id(), task_id=task.id, role=Role.USER, content=content, created_at=now, updated_at=now
         )
-        async with self.writing() as s:
-            s.add_all([task, first, *rows])  # the unit of work inserts the task before its children
-            await self.notify(s, task.id)
+        async with self.writing() as session:
+            session.add_all([task, first, *rows])  # the unit of work inserts the task before its children
+            await self.notify(session, task.id)
+        log_created(task, len(rows))
         self.emit(Event.task_created(task))
         self.emit(Event.new_message(first))
         return task
 
     async def get_task(self, task_id: str) -> Task:
-        async with self.reading() as s:
-            task = await s.get(Task, task_id)
+        async with self.reading() as session:
+            task = await session.get(Task, task_id)
         if task is None:
             raise TaskNotFound(task_id)
         return task
 
     async def get_task_detail(self, task_id: str) -> tuple[Task, list[Message], list[TaskFile]]:
         """The task, all its messages (oldest first) and its files' metadata (no bytes)."""
-        async with self.reading() as s:
-            task = await s.get(Task, task_id)
+        async with self.reading() as session:
+            task = await session.get(Task, task_id)
             if task is None:
                 raise TaskNotFound(task_id)
             messages = list(
                 (
-                    await s.scalars(
+                    await session.scalars(
                         select(Message)
                         .where(Message.task_id == task_id)
                         .order_by(Message.created_at, Message.id)
@@ -180,7 +187,7 @@ class Store:
             )
             files = list(
                 (
-                    await s.scalars(
+                    await session.scalars(
                         select(TaskFile)
                         .options(defer(TaskFile.data))
                         .where(TaskFile.task_id == task_id)
@@ -200,23 +207,23 @@ class Store:
         page_stmt = (
             select(*Task.__table__.columns).where(*where).order_by(Task.created_at.desc(), Task.id.desc())
         )
-        async with self.reading() as s:
-            page = list((await s.execute(page_stmt.limit(limit).offset(offset))).all())
+        async with self.reading() as session:
+            page = list((await session.execute(page_stmt.limit(limit).offset(offset))).all())
             if offset == 0 and len(page) < limit:
                 return page, len(page)  # the whole list fits: no count needed
-            total = await s.scalar(select(func.count()).select_from(Task).where(*where))
+            total = await session.scalar(select(func.count()).select_from(Task).where(*where))
         return page, int(total or 0)
 
     async def in_progress(self, prefer_owner: str | None = None) -> Task | None:
         """The IN_PROGRESS task (this worker's first when several desktops share the database)."""
-        stmt = select(Task).where(Task.status == S.IN_PROGRESS)
+        stmt = select(Task).where(Task.status == TaskStatus.IN_PROGRESS)
         if prefer_owner:
             mine = func.coalesce(Task.lease_owner == prefer_owner, False)  # NULL owner sorts as not mine
             stmt = stmt.order_by(mine.desc(), Task.executed_at)
         else:
             stmt = stmt.order_by(Task.executed_at)
-        async with self.reading() as s:
-            return (await s.scalars(stmt.limit(1))).first()
+        async with self.reading() as session:
+            return (await session.scalars(stmt.limit(1))).first()
 
     async def update_task(
         self,
@@ -236,11 +243,12 @@ class Store:
         For the agent loop: ``update_task(id, status="NEEDS_HELP")``, ``status="COMPLETED", result=...``,
         ``status="FAILED", error="..."``. A description can only change while the task is PENDING.
         """
-        async with self.writing() as s:
-            task = await self._locked(s, task_id)
+        async with self.writing() as session:
+            task = await self._locked(session, task_id)
             now = self.now()
+            previous, owner = task.status, task.lease_owner
             if description is not None and description != task.description:
-                if task.status != S.PENDING:
+                if task.status != TaskStatus.PENDING:
                     raise BadRequest(
                         f"description: can only be changed while the task is PENDING, not {task.status}"
                     )
@@ -259,15 +267,18 @@ class Store:
             if model is not None:
                 task.model = model
             task.updated_at = now
-            await self.notify(s, task.id)
+            await self.notify(session, task.id)
+        if task.status != previous:
+            log_status(task, previous, owner, now)
         self.emit(Event.task_updated(task))
         return task
 
     async def delete_task(self, task_id: str) -> None:
-        async with self.writing() as s:
-            task = await self._locked(s, task_id)
-            await s.delete(task)
-            await self.notify(s, task_id)
+        async with self.writing() as session:
+            task = await self._locked(session, task_id)
+            await session.delete(task)
+            await self.notify(session, task_id)
+        log_deleted(task)
         self.emit(Event.task_deleted(task_id))
 
     # -- messages
@@ -284,20 +295,22 @@ class Store:
         (app.tasks.lifecycle) unless ``requeue=False``; the agent loop appends its messages with this too."""
         if requeue is None:
             requeue = role == Role.USER
-        async with self.writing() as s:
-            task = await self._locked(s, task_id)
+        async with self.writing() as session:
+            task = await self._locked(session, task_id)
             now = self.now()
             msg = Message(
                 id=new_id(), task_id=task_id, role=role, content=content, created_at=now, updated_at=now
             )
-            s.add(msg)
-            changed = requeue and task.status in REQUEUE_ON_MESSAGE
+            session.add(msg)
+            previous = task.status
+            changed = requeue and previous in REQUEUE_ON_MESSAGE
             if changed:
-                apply_status(task, S.PENDING, now)
+                apply_status(task, TaskStatus.PENDING, now)
                 task.updated_at = now
-                await self.notify(s, task_id)
+                await self.notify(session, task_id)
         self.emit(Event.new_message(msg))
         if changed:
+            log_status(task, previous, None, now)
             self.emit(Event.task_updated(task))
         return msg
 
@@ -305,14 +318,14 @@ class Store:
         self, task_id: str, limit: int = 100, offset: int = 0
     ) -> tuple[list[Message], int]:
         """Oldest first; returns the page and the task's message count."""
-        async with self.reading() as s:
-            if await s.scalar(select(Task.id).where(Task.id == task_id)) is None:
+        async with self.reading() as session:
+            if await session.scalar(select(Task.id).where(Task.id == task_id)) is None:
                 raise TaskNotFound(task_id)
-            total = await s.scalar(
+            total = await session.scalar(
                 select(func.count()).select_from(Message).where(Message.task_id == task_id)
             )
             page = (
-                await s.scalars(
+                await session.scalars(
                     select(Message)
                     .where(Message.task_id == task_id)
                     .order_by(Message.created_at, Message.id)
@@ -325,8 +338,8 @@ class Store:
     # -- summaries (written by the agent loop when it condenses a long history)
 
     async def add_summary(self, task_id: str, content: str, parent_id: str | None = None) -> Summary:
-        async with self.writing() as s:
-            await self._locked(s, task_id)
+        async with self.writing() as session:
+            await self._locked(session, task_id)
             now = self.now()
             summary = Summary(
                 id=new_id(),
@@ -336,14 +349,14 @@ class Store:
                 created_at=now,
                 updated_at=now,
             )
-            s.add(summary)
+            session.add(summary)
         return summary
 
     async def list_summaries(self, task_id: str) -> list[Summary]:
-        async with self.reading() as s:
+        async with self.reading() as session:
             return list(
                 (
-                    await s.scalars(
+                    await session.scalars(
                         select(Summary).where(Summary.task_id == task_id).order_by(Summary.created_at)
                     )
                 ).all()
@@ -353,10 +366,10 @@ class Store:
 
     async def pending_files(self, task_id: str) -> list[TaskFile]:
         """Files of the task not yet written onto the desktop, with their bytes."""
-        async with self.reading() as s:
+        async with self.reading() as session:
             return list(
                 (
-                    await s.scalars(
+                    await session.scalars(
                         select(TaskFile)
                         .where(TaskFile.task_id == task_id, TaskFile.written_at.is_(None))
                         .order_by(TaskFile.created_at, TaskFile.name)
@@ -365,13 +378,17 @@ class Store:
             )
 
     async def mark_file_written(self, file_id: str) -> None:
-        async with self.writing() as s:
-            await s.execute(update(TaskFile).where(TaskFile.id == file_id).values(written_at=self.now()))
+        async with self.writing() as session:
+            await session.execute(
+                update(TaskFile).where(TaskFile.id == file_id).values(written_at=self.now())
+            )
 
     async def task_state(self, task_id: str) -> tuple[str, str, str | None] | None:
         """(status, control, lease_owner) or None when the task is gone; cheap, for polling loops."""
-        async with self.reading() as s:
+        async with self.reading() as session:
             row = (
-                await s.execute(select(Task.status, Task.control, Task.lease_owner).where(Task.id == task_id))
+                await session.execute(
+                    select(Task.status, Task.control, Task.lease_owner).where(Task.id == task_id)
+                )
             ).first()
         return None if row is None else (row[0], row[1], row[2])

@@ -51,14 +51,14 @@ def unique_names(names: Iterable[str]) -> list[str]:
     """Make names unique within one task: report.pdf, report (2).pdf, ..."""
     seen: set[str] = set()
     out: list[str] = []
-    for n in names:
-        candidate, i = n, 1
-        stem, dot, ext = n.rpartition(".")
+    for name in names:
+        candidate, copy = name, 1
+        stem, dot, ext = name.rpartition(".")
         if not dot:
-            stem, ext = n, ""
+            stem, ext = name, ""
         while candidate in seen:
-            i += 1
-            candidate = f"{stem} ({i}).{ext}" if ext else f"{stem} ({i})"
+            copy += 1
+            candidate = f"{stem} ({copy}).{ext}" if ext else f"{stem} ({copy})"
         seen.add(candidate)
         out.append(candidate)
     return out
@@ -85,48 +85,50 @@ def _validate_create(data: Any) -> TaskCreate:
         raise BadRequest("body: must be a JSON object")
     try:
         return TaskCreate.model_validate(data)
-    except ValidationError as e:
-        raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from e
+    except ValidationError as exc:
+        raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in exc.errors()]) from exc
 
 
-def _check_sizes(files: list[NewFile], s: TaskSettings) -> None:
-    if len(files) > s.max_files:
-        raise BadRequest(f"files: at most {s.max_files} files per task, got {len(files)}")
+def _check_sizes(files: list[NewFile], settings: TaskSettings) -> None:
+    if len(files) > settings.max_files:
+        raise BadRequest(f"files: at most {settings.max_files} files per task, got {len(files)}")
     for f in files:
-        if len(f.data) > s.max_file_bytes:
-            raise PayloadTooLarge(f"files: {f.name} is {len(f.data)} bytes; the limit is {s.max_file_bytes}")
+        if len(f.data) > settings.max_file_bytes:
+            raise PayloadTooLarge(
+                f"files: {f.name} is {len(f.data)} bytes; the limit is {settings.max_file_bytes}"
+            )
     total = sum(len(f.data) for f in files)
-    if total > s.max_upload_bytes:
-        raise PayloadTooLarge(f"files: {total} bytes in all; the limit is {s.max_upload_bytes}")
+    if total > settings.max_upload_bytes:
+        raise PayloadTooLarge(f"files: {total} bytes in all; the limit is {settings.max_upload_bytes}")
 
 
-async def _parse_json(request: Request, s: TaskSettings) -> tuple[TaskCreate, list[NewFile]]:
+async def _parse_json(request: Request, settings: TaskSettings) -> tuple[TaskCreate, list[NewFile]]:
     raw = await request.body()
     try:
         data = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise BadRequest(f"body: invalid JSON ({e})") from e
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"body: invalid JSON ({exc})") from exc
     body = _validate_create(data)
-    files = [_decode_file(i, f) for i, f in enumerate(body.files)]
-    _check_sizes(files, s)
+    files = [_decode_file(index, upload) for index, upload in enumerate(body.files)]
+    _check_sizes(files, settings)
     return body, files
 
 
-def _decode_file(i: int, f: FileIn) -> NewFile:
-    encoded = f.data if f.data is not None else f.base64
+def _decode_file(index: int, upload: FileIn) -> NewFile:
+    encoded = upload.data if upload.data is not None else upload.base64
     if encoded is None:
-        raise BadRequest(f"files[{i}].data: required (base64 of the content)")
+        raise BadRequest(f"files[{index}].data: required (base64 of the content)")
     if "," in encoded[:100] and encoded.startswith("data:"):
         encoded = encoded.split(",", 1)[1]  # a data: URL as browsers produce it
     try:
         data = pybase64.b64decode(encoded, validate=True)
-    except ValueError as e:
-        raise BadRequest(f"files[{i}].data: not valid base64") from e
-    return NewFile(f.name, data, f.type)
+    except ValueError as exc:
+        raise BadRequest(f"files[{index}].data: not valid base64") from exc
+    return NewFile(upload.name, data, upload.type)
 
 
-async def _parse_multipart(request: Request, s: TaskSettings) -> tuple[TaskCreate, list[NewFile]]:
-    form = await request.form(max_files=s.max_files, max_fields=100, max_part_size=1024 * 1024)
+async def _parse_multipart(request: Request, settings: TaskSettings) -> tuple[TaskCreate, list[NewFile]]:
+    form = await request.form(max_files=settings.max_files, max_fields=100, max_part_size=1024 * 1024)
     try:
         data: dict[str, Any] = {}
         files: list[NewFile] = []
@@ -134,12 +136,13 @@ async def _parse_multipart(request: Request, s: TaskSettings) -> tuple[TaskCreat
             if isinstance(value, UploadFile):
                 if key != "files":
                     raise BadRequest(f"{key}: file parts must be named 'files'")
-                if value.size is not None and value.size > s.max_file_bytes:
+                if value.size is not None and value.size > settings.max_file_bytes:
+                    limit = settings.max_file_bytes
                     raise PayloadTooLarge(
-                        f"files: {value.filename} is {value.size} bytes; the limit is {s.max_file_bytes}"
+                        f"files: {value.filename} is {value.size} bytes; the limit is {limit}"
                     )
                 files.append(NewFile(value.filename or "file", await value.read(), value.content_type))
-                _check_sizes(files, s)
+                _check_sizes(files, settings)
             elif key in ("description", "priority", "type", "scheduledFor", "model", "createdBy"):
                 data[key] = value
             elif key == "files" and value == "":
@@ -147,23 +150,25 @@ async def _parse_multipart(request: Request, s: TaskSettings) -> tuple[TaskCreat
         if data.get("scheduledFor") == "":
             data.pop("scheduledFor")
         body = _validate_create(data)
-        _check_sizes(files, s)
+        _check_sizes(files, settings)
         return body, files
     finally:
         await form.close()
 
 
-async def read_create_request(request: Request, s: TaskSettings) -> tuple[TaskCreate, list[NewFile]]:
+async def read_create_request(request: Request, settings: TaskSettings) -> tuple[TaskCreate, list[NewFile]]:
     """A create request from JSON (files as base64) or multipart/form-data (``files`` parts), with its
     files checked against the limits before anything is stored."""
     length = request.headers.get("content-length")
-    if length and length.isdigit() and int(length) > s.max_upload_bytes * 4 // 3 + 1024 * 1024:
-        raise PayloadTooLarge(f"request body: larger than the upload limit of {s.max_upload_bytes} bytes")
+    if length and length.isdigit() and int(length) > settings.max_upload_bytes * 4 // 3 + 1024 * 1024:
+        raise PayloadTooLarge(
+            f"request body: larger than the upload limit of {settings.max_upload_bytes} bytes"
+        )
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype == "multipart/form-data":
-        return await _parse_multipart(request, s)
+        return await _parse_multipart(request, settings)
     if ctype in ("application/json", ""):
-        return await _parse_json(request, s)
+        return await _parse_json(request, settings)
     raise BadRequest("Content-Type: must be application/json or multipart/form-data")
 
 

@@ -73,11 +73,11 @@ class Worker:
         self._stopping = True
         self._unsubscribe()
         self._wake.set()
-        for t in (self._listen_task, self._loop_task):
-            if t is not None:
-                t.cancel()
+        for job in (self._listen_task, self._loop_task):
+            if job is not None:
+                job.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+                    await job
 
     def _on_event(self, event: Event) -> None:
         if event.kind != "task_deleted":
@@ -103,7 +103,7 @@ class Worker:
             try:
                 task = await self.leases.claim_next(self.worker_id, self.lease_seconds)
             except Exception:
-                log.exception("claiming a task failed; retrying")
+                log.exception("claiming a task failed; retrying", extra={"worker": self.worker_id})
                 await asyncio.sleep(1)
                 continue
             if task is not None:
@@ -131,7 +131,7 @@ class Worker:
             if self._run.cancelled():
                 error = "the run was cancelled"
             elif (exc := self._run.exception()) is not None:
-                log.error("executor failed on task %s", task.id, exc_info=exc)
+                log.error("the executor failed", extra={"task": task.id}, exc_info=exc)
                 error = f"{type(exc).__name__}: {exc}"
             else:
                 error = "the agent stopped without setting a final status"
@@ -148,18 +148,19 @@ class Worker:
         try:
             await self.leases.release(task.id, self.worker_id, unfinished_error=error)
         except Exception:
-            log.exception("releasing task %s failed", task.id)
+            log.exception("releasing the task failed", extra={"task": task.id})
 
     async def _prepare_and_run(self, task: Task, ctx: TaskContext) -> None:
-        for f in await self.store.pending_files(task.id):
+        for upload in await self.store.pending_files(task.id):
             try:
-                await self.desktop.write_file(f.desktop_path, f.data)
-            except DesktopClientError as e:
+                await self.desktop.write_file(upload.desktop_path, upload.data)
+            except DesktopClientError as exc:
                 await ctx.update(
-                    status=TaskStatus.FAILED, error=f"could not save {f.name} on the desktop: {e.message}"
+                    status=TaskStatus.FAILED,
+                    error=f"could not save {upload.name} on the desktop: {exc.message}",
                 )
                 return
-            await self.store.mark_file_written(f.id)
+            await self.store.mark_file_written(upload.id)
         await self.executor.execute(task.id, ctx)
 
     async def _heartbeat(self, task_id: str, run: asyncio.Task) -> None:
@@ -173,13 +174,19 @@ class Worker:
                     continue
                 state = await self.store.task_state(task_id)
             except Exception:
-                log.exception("heartbeat of task %s failed", task_id)
+                log.exception("renewing the lease failed", extra={"task": task_id})
                 continue
-            gone = state is None or state[0] == TaskStatus.CANCELLED
-            stolen = state is not None and state[0] == TaskStatus.IN_PROGRESS and state[2] != self.worker_id
-            if gone or stolen:
-                run.cancel()
-                return
+            if state is None or state[0] == TaskStatus.CANCELLED:
+                reason = "deleted" if state is None else "cancelled"
+            elif state[0] == TaskStatus.IN_PROGRESS and state[2] != self.worker_id:
+                reason = f"claimed by {state[2]}"
+            else:
+                continue
+            log.warning(
+                "the task's run stops", extra={"task": task_id, "worker": self.worker_id, "reason": reason}
+            )
+            run.cancel()
+            return
 
     async def _listen(self) -> None:
         """PostgreSQL LISTEN: other processes' task changes wake this worker too."""
@@ -197,9 +204,10 @@ class Worker:
                     await conn.execute("SELECT 1")
             except asyncio.CancelledError:
                 raise
-            except Exception as e:
+            except Exception as exc:
                 log.warning(
-                    "LISTEN %s failed (%r); polling every %.1fs", NOTIFY_CHANNEL, e, self.poll_seconds
+                    "LISTEN failed; polling instead",
+                    extra={"channel": NOTIFY_CHANNEL, "error": repr(exc), "poll_s": self.poll_seconds},
                 )
                 await asyncio.sleep(self.poll_seconds)
             finally:

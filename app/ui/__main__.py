@@ -9,4 +9,7 @@ from app.ui.server import create_app
 
 if __name__ == "__main__":
     settings = UISettings()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, proxy_headers=True)
+    # log_config=None: uvicorn keeps the one log format create_app configured
+    uvicorn.run(
+        create_app(settings), host=settings.host, port=settings.port, proxy_headers=True, log_config=None
+    )

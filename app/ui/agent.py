@@ -13,7 +13,6 @@ class AgentUnavailable(Exception):
 
     def __init__(self, base_url: str, error: Exception) -> None:
         super().__init__(f"The agent service at {base_url} is not reachable ({type(error).__name__}).")
-        self.base_url = base_url
 
 
 class AgentFailed(Exception):
@@ -49,24 +48,24 @@ class AgentClient:
 
     async def _get(self, path: str, params: dict | None = None) -> httpx.Response:
         try:
-            r = await self.client.get(self.base_url + path, params=params)
-        except httpx.HTTPError as e:
-            raise AgentUnavailable(self.base_url, e) from e
-        if r.status_code >= 400:
+            response = await self.client.get(self.base_url + path, params=params)
+        except httpx.HTTPError as exc:
+            raise AgentUnavailable(self.base_url, exc) from exc
+        if response.status_code >= 400:
             try:
-                message = r.json().get("message") or r.text
+                message = response.json().get("message") or response.text
             except ValueError:
-                message = r.text
-            raise AgentFailed(r.status_code, str(message))
-        return r
+                message = response.text
+            raise AgentFailed(response.status_code, str(message))
+        return response
 
     async def list_tasks(self, statuses: list[str], limit: int, offset: int) -> tuple[list[dict], int]:
         params: dict[str, Any] = {"limit": limit, "offset": offset}
         if statuses:
             params["statuses"] = ",".join(statuses)
-        r = await self._get("/tasks", params)
-        tasks = r.json()
-        total = int(r.headers.get("x-total-count", len(tasks)))
+        response = await self._get("/tasks", params)
+        tasks = response.json()
+        total = int(response.headers.get("x-total-count", len(tasks)))
         return tasks, total
 
     async def get_task(self, task_id: str) -> dict:

@@ -35,15 +35,15 @@ def _point(value: Any) -> str | None:
     return None
 
 
-def _num(v: Any) -> str:
-    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+def _num(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def _quote(text: Any, limit: int = 80) -> str:
-    s = str(text)
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return json.dumps(s, ensure_ascii=False)
+    text = str(text)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _keys(keys: Any) -> str:
@@ -128,7 +128,7 @@ def describe_tool_call(name: str, inp: dict | None) -> str:
             return f"set the task to {status}" + (f": {reason}" if reason else "")
         case "create_task":
             return f"created a task {_quote(inp.get('description', ''))}"
-    args = ", ".join(f"{k}={_quote(v, 40)}" for k, v in inp.items())
+    args = ", ".join(f"{key}={_quote(value, 40)}" for key, value in inp.items())
     return f"called {name}({args})"
 
 
@@ -175,14 +175,16 @@ def render_block(block: Any) -> Block:
 
 
 @dataclass
-class Message:
+class RenderedMessage:
+    """A stored message as the conversation shows it: who wrote it, and its blocks ready for the template."""
+
     id: str
     author: str  # "user" | "agent" | "tool" (a message holding only tool results)
     created_at: str
     blocks: list[Block]
 
 
-def render_message(message: dict) -> Message:
+def render_message(message: dict) -> RenderedMessage:
     content = message.get("content")
     if isinstance(content, str):
         content = [{"type": "text", "text": content}]
@@ -194,7 +196,7 @@ def render_message(message: dict) -> Message:
     # a person's messages are text only.
     observation = role == "USER" and any(b.get("type") == "image" for b in blocks)
     author = "tool" if only_results or observation else ("user" if role == "USER" else "agent")
-    return Message(
+    return RenderedMessage(
         id=str(message.get("id", "")),
         author=author,
         created_at=str(message.get("createdAt", "")),

@@ -8,12 +8,15 @@ relayed as they come, text as text and binary as binary, with the upstream's sub
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Annotated
 
 import httpx
-from fastapi import FastAPI, Request, WebSocket
+from fastapi import APIRouter, Depends, Request, WebSocket
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.background import BackgroundTask
+from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
@@ -46,21 +49,6 @@ _WS_OWN = _HOP_BY_HOP | {
 
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-
-
-def add_proxy_routes(app: FastAPI, state_key: str, *paths: str) -> None:
-    """Route HTTP and WebSocket requests on `paths` to the :class:`Upstream` at ``app.state.<state_key>``
-    (made in the app's lifespan, so the routes look it up per request)."""
-
-    async def http(request: Request) -> Response:
-        return await getattr(request.app.state, state_key).forward_http(request)
-
-    async def websocket(ws: WebSocket) -> None:
-        await getattr(ws.app.state, state_key).forward_websocket(ws)
-
-    for path in paths:
-        app.add_api_route(path, http, methods=METHODS, include_in_schema=False)
-        app.add_api_websocket_route(path, websocket)
 
 
 class Upstream:
@@ -110,8 +98,8 @@ class Upstream:
         )
         try:
             response = await self.client.send(upstream_request, stream=True)
-        except httpx.HTTPError as e:
-            return self.unreachable(e)
+        except httpx.HTTPError as exc:
+            return self.unreachable(exc)
         out_headers = {}
         for key, value in response.headers.multi_items():
             lower = key.lower()
@@ -150,9 +138,9 @@ class Upstream:
                 compression=None,
                 origin=None,
             )
-        except Exception as e:  # any failure to connect means "unreachable" to the browser
+        except Exception as exc:  # any failure to connect means "unreachable" to the browser
             await websocket.accept()
-            reason = f"{self.name} service at {self.base_url} not reachable ({type(e).__name__})"
+            reason = f"{self.name} service at {self.base_url} not reachable ({type(exc).__name__})"
             await websocket.close(code=1011, reason=reason[:120])
             return
         await websocket.accept(subprotocol=upstream.subprotocol)
@@ -186,3 +174,37 @@ class Upstream:
             if websocket.client_state == WebSocketState.CONNECTED:
                 with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                     await websocket.close(code=code if code and code not in (1005, 1006, 1015) else 1000)
+
+
+# ------------------------------------------------------------------------------------------- routes
+
+
+@dataclass(frozen=True)
+class Proxies:
+    """The services behind the UI, made in the app's lifespan."""
+
+    agent: Upstream  # /api/*
+    desktop: Upstream  # /vnc*
+
+
+def upstream(conn: HTTPConnection) -> Upstream:
+    """The service a proxied path belongs to."""
+    proxies: Proxies = conn.app.state.proxies
+    return proxies.agent if conn.url.path.startswith(proxies.agent.prefix + "/") else proxies.desktop
+
+
+Target = Annotated[Upstream, Depends(upstream)]
+
+
+async def forward_http(request: Request, target: Target) -> Response:
+    return await target.forward_http(request)
+
+
+async def forward_websocket(websocket: WebSocket, target: Target) -> None:
+    await target.forward_websocket(websocket)
+
+
+router = APIRouter(include_in_schema=False)
+for _path in ("/api/{path:path}", "/vnc", "/vnc/{path:path}"):
+    router.add_api_route(_path, forward_http, methods=METHODS)
+    router.add_api_websocket_route(_path, forward_websocket)

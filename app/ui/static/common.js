@@ -53,7 +53,7 @@ function setLive(state, text) {
 }
 
 /**
- * The agent's WebSocket (docs/agent-api.md): {"event": "task_created"|"task_updated"|"task_deleted"|
+ * The task service's WebSocket (/ws, relayed at /api/ws; docs/agent-api.md): {"event": "task_created"|"task_updated"|"task_deleted"|
  * "new_message", "data": ...}. `taskId` subscribes to that task's events only (`/ws?taskId=`), `events` to those
  * kinds only (`/ws?events=`). `onOpen` runs on every (re)connect so a page can catch up on what it missed while
  * disconnected. Reconnects with backoff.

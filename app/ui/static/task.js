@@ -10,25 +10,27 @@ let task = JSON.parse(document.getElementById("task-data").textContent);
 const conversation = document.getElementById("conversation");
 const desktop = startDesktop(document.getElementById("screen"), document.getElementById("desktop-state"));
 
-// Which buttons make sense in which state (the allowed moves of app/tasks/lifecycle.py).
+// Which buttons make sense in which state (the allowed moves of app/tasks/lifecycle.py). A finished
+// task has no agent to pause: it offers neither take-over nor hand-back (the API refuses a take-over).
 const ACTIVE = ["IN_PROGRESS", "NEEDS_HELP", "NEEDS_REVIEW"];
 const FINISHED = ["COMPLETED", "FAILED", "CANCELLED"];
+const finished = (t) => FINISHED.includes(t.status);
 const SHOWN = {
   complete: (t) => ACTIVE.includes(t.status),
   cancel: (t) => t.status === "PENDING" || ACTIVE.includes(t.status),
-  rerun: (t) => FINISHED.includes(t.status),
+  rerun: (t) => finished(t),
   delete: () => true,
-  takeover: (t) => !FINISHED.includes(t.status) && t.control !== "USER",
-  resume: (t) => t.control === "USER",
+  takeover: (t) => !finished(t) && t.control !== "USER",
+  resume: (t) => !finished(t) && t.control === "USER",
 };
 
 function applyState(next) {
   // A catch-up fetch may answer after a newer event: never step back in time.
   if (next.updatedAt && task.updatedAt && next.updatedAt < task.updatedAt) return;
   task = { ...task, ...next };
-  const userHasControl = task.control === "USER";
+  const userHasControl = task.control === "USER" && !finished(task);
   document.body.dataset.status = task.status;
-  document.body.dataset.control = task.control || "ASSISTANT";
+  document.body.dataset.control = userHasControl ? "USER" : "ASSISTANT";
   const badge = document.querySelector("#task-status .badge");
   badge.className = `badge status status-${task.status}`;
   badge.dataset.status = task.status;
@@ -43,15 +45,17 @@ function applyState(next) {
   const error = document.getElementById("task-error");
   error.hidden = !task.error;
   error.textContent = task.error || "";
+  // The result as the server renders it (resultText, see applyTask).
   const result = document.getElementById("task-result");
-  const text = typeof task.result === "string" ? task.result : task.result ? JSON.stringify(task.result) : "";
-  result.hidden = !text;
-  result.textContent = text;
+  result.hidden = !task.resultText;
+  result.textContent = task.resultText || "";
   document.getElementById("reply-label").textContent =
     task.status === "NEEDS_HELP" ? "The agent needs your help: answer it here"
       : task.status === "NEEDS_REVIEW" ? "The agent asks for a review: reply, or mark it complete"
         : "Reply to the agent";
-  document.getElementById("control-hint").textContent = userHasControl
+  const hint = document.getElementById("control-hint");
+  hint.hidden = finished(task);
+  hint.textContent = userHasControl
     ? "You have the mouse and keyboard; the agent waits. Hand back when you are done."
     : "View only. Take over to use the mouse and keyboard yourself; the agent pauses until you hand back.";
   desktop.setViewOnly(!userHasControl);
@@ -103,6 +107,17 @@ const syncMessages = serialized(async () => {
   }
 });
 
+/** A task as the agent sends it (an event, a button's answer): its raw result is shown as the server
+ * renders it, so a task with a result is fetched again from the state fragment. */
+function applyTask(data) {
+  if (data.result == null) {
+    applyState({ ...data, resultText: "" });
+    return;
+  }
+  applyState(data);
+  refreshState();
+}
+
 async function refreshState() {
   try {
     const response = await fetch(`/fragments/tasks/${encodeURIComponent(taskId)}/state`);
@@ -114,7 +129,7 @@ connectEvents({
   taskId,
   onEvent(event, data) {
     if (!data) return;
-    if (event === "task_updated" && data.id === taskId) applyState(data);
+    if (event === "task_updated" && data.id === taskId) applyTask(data);
     else if (event === "new_message" && (data.taskId === taskId || data.task_id === taskId)) syncMessages();
     else if (event === "task_deleted" && (data.id === taskId || data === taskId)) {
       toast("This task was deleted.", "error");
@@ -149,7 +164,7 @@ for (const button of document.querySelectorAll("button[data-action]")) {
     button.disabled = true;
     try {
       const updated = await ACTIONS[button.dataset.action]();
-      if (updated && updated.id === taskId) applyState(updated);
+      if (updated && updated.id === taskId) applyTask(updated);
     } catch (e) {
       toast(e.message, "error");
     } finally {

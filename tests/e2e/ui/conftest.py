@@ -7,6 +7,7 @@ other suites that count windows on the session display must not see them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
@@ -14,6 +15,7 @@ from playwright.sync_api import Browser, sync_playwright
 from app.config import DesktopSettings
 from app.desktop.api import create_app as desktop_app
 from tests.support.browser import launch_chromium
+from tests.support.desktop_files import private_files_dir
 from tests.support.net import ServerThread
 from tests.support.vnc import start_x11vnc
 from tests.support.xvfb import Display, managed_display
@@ -34,10 +36,18 @@ def ui_display() -> Iterator[Display]:
 
 
 @pytest.fixture(scope="package")
-def desktop_url(ui_display: Display) -> Iterator[str]:
+def desktop_files() -> Iterator[Path]:
+    """The desktop's files directory for these tests, instead of the real ~/Desktop."""
+    with private_files_dir() as path:
+        yield path
+
+
+@pytest.fixture(scope="package")
+def desktop_url(ui_display: Display, desktop_files: Path) -> Iterator[str]:
     """The real desktop service on the UI tests' display, with x11vnc behind its /vnc."""
     proc, port = start_x11vnc(ui_display)
-    with ServerThread(desktop_app(DesktopSettings(display=ui_display.name, vnc_port=port))) as server:
+    settings = DesktopSettings(display=ui_display.name, vnc_port=port, files_dir=desktop_files)
+    with ServerThread(desktop_app(settings)) as server:
         yield server.url
     proc.terminate()
     proc.wait(10)

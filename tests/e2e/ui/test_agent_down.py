@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from app.config import UISettings
+from app.config import TaskSettings, UISettings
+from app.tasks.app import create_app as agent_app
 from app.ui.server import create_app
 from tests.support.browser import PageErrors
 from tests.support.firefox import Firefox
@@ -42,3 +43,24 @@ def test_firefox_runs_the_pages_scripts_too() -> None:
             assert ff.errors == []
         finally:
             ff.close()
+
+
+def test_page_shown_while_the_agent_was_down_recovers_when_it_starts(tmp_path, browser) -> None:
+    port = free_port()
+    agent = TaskSettings(
+        database_url=f"sqlite:///{tmp_path}/agent.db",
+        worker_enabled=False,
+        desktop_url=f"http://127.0.0.1:{free_port()}",
+    )
+    with ServerThread(create_app(UISettings(agent_url=f"http://127.0.0.1:{port}"))) as ui:
+        page = browser.new_page()
+        errors = PageErrors(page)
+        page.goto(ui.url)
+        expect(page.locator(".notice.error")).to_contain_text("The agent service is not answering")
+        expect(page.locator("#live")).to_have_attribute("data-state", "down")
+        with ServerThread(agent_app(agent), port=port):
+            expect(page.locator("#task-rows")).to_contain_text("No tasks yet", timeout=20_000)
+            expect(page.locator(".notice.error")).to_have_count(0)
+            expect(page.locator("#live")).to_have_attribute("data-state", "up")
+        errors.check()
+        page.close()

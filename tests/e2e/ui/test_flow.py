@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Locator, Page, expect
 
 from app.config import UISettings
 from app.ui.server import create_app as ui_app
@@ -50,18 +50,12 @@ def cursor(desktop_url: str) -> tuple[int, int]:
     return data["x"], data["y"]
 
 
-def test_create_follow_answer_take_over_hand_back_and_cancel(
-    tmp_path, browser: Browser, desktop_url: str, llm: ScriptedLLM
-) -> None:
-    notes = f"notes-{uuid.uuid4().hex[:6]}.txt"
-    agent_http: list[httpx.Client] = []
-
-    def the_task() -> dict:
-        (task,) = agent_http[0].get("/tasks").json()
-        return task
+def flow_script(notes: str, files_dir: Path, the_task: Callable[[], dict]) -> list:
+    """The model's side of the flow: read the upload, act, ask; after the answer, wait for the human to take
+    over, then to cancel."""
 
     def read_the_upload(req: Request) -> Step:
-        assert f"/home/user/Desktop/{notes}" in "\n".join(req.text_of("user")), "the upload is announced"
+        assert f"{files_dir}/{notes}" in "\n".join(req.text_of("user")), "the upload is announced"
         return Step(text="Let me read the file first.", calls=[("computer_read_file", {"path": notes})])
 
     def ask(req: Request) -> Step:
@@ -78,19 +72,67 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
         wait_until(lambda: the_task()["status"] == "CANCELLED", what="the human to cancel")
         return text("stopped")
 
-    llm.play(
+    return [
+        read_the_upload,
+        tool("computer_application", application="terminal"),
+        tool("computer_type_text", text=f"cat {files_dir}/{notes}\n"),
+        tool("computer_click_mouse", coordinates={"x": 640, "y": 400}, button="left", clickCount=1),
+        ask,
+        after_the_answer_wait_for_takeover,
+        wait_for_cancel,
+    ]
+
+
+def create_with_upload(page: Page, ui_url: str, notes: str) -> Locator:
+    """Create the task through the form with the notes attached; its row appears without a reload."""
+    page.goto(ui_url)
+    expect(page.locator("#live")).to_have_attribute("data-state", "up")
+    page.evaluate("window.__sameDocument = true")
+    expect(page.locator("#model option")).to_have_text(["scripted · local"])
+    page.fill("#description", "Make a shopping list file from my notes")
+    page.set_input_files("#files", files=[{"name": notes, "mimeType": "text/plain", "buffer": b"buy milk\n"}])
+    page.click("#create")
+    row = page.locator("tr.task-row", has_text="Make a shopping list file from my notes")
+    expect(row).to_be_visible()
+    assert page.evaluate("window.__sameDocument === true"), "the list was reloaded"
+    return row
+
+
+def check_the_conversation(page: Page, notes: str, files_dir: Path) -> Locator:
+    """The conversation so far, streamed and rendered, and the live desktop beside it, view only."""
+    conversation = page.locator("#conversation")
+    expect(conversation).to_contain_text(f"{files_dir}/{notes}")
+    expect(conversation.locator(".action")).to_contain_text(
         [
-            read_the_upload,
-            tool("computer_application", application="terminal"),
-            tool("computer_type_text", text=f"cat /home/user/Desktop/{notes}\n"),
-            tool("computer_click_mouse", coordinates={"x": 640, "y": 400}, button="left", clickCount=1),
-            ask,
-            after_the_answer_wait_for_takeover,
-            wait_for_cancel,
+            f"read file {notes}",
+            "switched to terminal",
+            f'typed "cat {files_dir}/{notes}\\n"',
+            "clicked left at (640, 400)",
         ]
     )
+    expect(conversation.locator(".shot img").first).to_be_visible()
+    expect(conversation.locator(".msg-agent").last).to_contain_text("Which name should the new file have?")
+    expect(page.locator("#task-status .badge")).to_have_text("Needs help")
+    expect(page.locator("#reply-label")).to_contain_text("needs your help")
+    expect(page.locator("#desktop-state")).to_have_text("live · view only")
+    page.wait_for_function(
+        "() => { const c = document.querySelector('#screen canvas'); return c && c.width === 1920; }"
+    )
+    return conversation
 
-    settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url)
+
+def test_create_follow_answer_take_over_hand_back_and_cancel(
+    tmp_path, browser: Browser, desktop_url: str, desktop_files: Path, llm: ScriptedLLM
+) -> None:
+    notes = f"notes-{uuid.uuid4().hex[:6]}.txt"
+    agent_http: list[httpx.Client] = []
+
+    def the_task() -> dict:
+        (task,) = agent_http[0].get("/tasks").json()
+        return task
+
+    llm.play(flow_script(notes, desktop_files, the_task))
+    settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url, desktop_files)
     with (
         serve_agent(settings) as agent,
         ServerThread(ui_app(UISettings(agent_url=str(agent.client.base_url), desktop_url=desktop_url))) as ui,
@@ -99,21 +141,8 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
         page: Page = browser.new_page(viewport={"width": 1600, "height": 1000})
         errors = PageErrors(page)
 
-        # -- create through the form, with an upload; the row appears without a reload
-        page.goto(ui.url)
-        expect(page.locator("#live")).to_have_attribute("data-state", "up")
-        page.evaluate("window.__sameDocument = true")
-        expect(page.locator("#model option")).to_have_text(["scripted · local"])
-        page.fill("#description", "Make a shopping list file from my notes")
-        page.set_input_files(
-            "#files", files=[{"name": notes, "mimeType": "text/plain", "buffer": b"buy milk\n"}]
-        )
-        page.click("#create")
-        row = page.locator("tr.task-row", has_text="Make a shopping list file from my notes")
-        expect(row).to_be_visible()
-        assert page.evaluate("window.__sameDocument === true"), "the list was reloaded"
-        task = the_task()
-        assert task["model"] == "local/scripted"
+        row = create_with_upload(page, ui.url, notes)
+        assert the_task()["model"] == "local/scripted"
         # the worker picks it up at once: the row follows
         settled = wait_until(
             lambda: (t := the_task())["status"] in ("NEEDS_HELP", "FAILED", "CANCELLED") and t,
@@ -123,31 +152,9 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
         assert settled["status"] == "NEEDS_HELP", (settled["error"], llm.errors)
         expect(row.locator(".status")).to_have_text("Needs help")
 
-        # -- the conversation, streamed and rendered
         row.locator("a").click()
         page.evaluate("window.__sameDocument = true")
-        conversation = page.locator("#conversation")
-        expect(conversation).to_contain_text(f"/home/user/Desktop/{notes}")
-        expect(conversation.locator(".action")).to_contain_text(
-            [
-                f"read file {notes}",
-                "switched to terminal",
-                f'typed "cat /home/user/Desktop/{notes}\\n"',
-                "clicked left at (640, 400)",
-            ]
-        )
-        expect(conversation.locator(".shot img").first).to_be_visible()
-        expect(conversation.locator(".msg-agent").last).to_contain_text(
-            "Which name should the new file have?"
-        )
-        expect(page.locator("#task-status .badge")).to_have_text("Needs help")
-        expect(page.locator("#reply-label")).to_contain_text("needs your help")
-
-        # the live desktop is there, view only
-        expect(page.locator("#desktop-state")).to_have_text("live · view only")
-        page.wait_for_function(
-            "() => { const c = document.querySelector('#screen canvas'); return c && c.width === 1920; }"
-        )
+        conversation = check_the_conversation(page, notes, desktop_files)
 
         # -- answer: the task runs again and the model gets the answer
         page.fill("#reply-text", "Call it shopping.txt")
@@ -189,10 +196,10 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
 
 
 def test_a_task_for_review_is_marked_complete_from_its_page(
-    tmp_path, browser: Browser, desktop_url: str, llm: ScriptedLLM
+    tmp_path, browser: Browser, desktop_url: str, desktop_files: Path, llm: ScriptedLLM
 ) -> None:
     llm.play([tool("set_task_status", status="needs_review", description="Check the draft")])
-    settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url)
+    settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url, desktop_files)
     with (
         serve_agent(settings) as agent,
         ServerThread(ui_app(UISettings(agent_url=str(agent.client.base_url), desktop_url=desktop_url))) as ui,

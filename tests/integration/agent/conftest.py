@@ -1,15 +1,17 @@
-"""Agent-loop fixtures, one each per session: a display and the desktop service on it, the scripted LLM,
-and a real LiteLLM proxy in front of it."""
+"""Agent-loop fixtures, one each per session: a display and the desktop service on it (its files in a
+private directory, not the real ~/Desktop), the scripted LLM, and a real LiteLLM proxy in front of it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from app.config import DesktopSettings
 from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
 from tests.fakes.llm_server import ScriptedLLM
+from tests.support.desktop_files import private_files_dir
 from tests.support.net import ServerThread
 from tests.support.xvfb import Display, managed_display
 
@@ -43,9 +45,17 @@ def loop_display() -> Iterator[Display]:
 
 
 @pytest.fixture(scope="session")
-def desktop_url(loop_display: Display) -> Iterator[str]:
+def desktop_files() -> Iterator[Path]:
+    """Where the desktop service's relative paths and the tasks' uploads go (owned by the desktop user)."""
+    with private_files_dir() as path:
+        yield path
+
+
+@pytest.fixture(scope="session")
+def desktop_url(loop_display: Display, desktop_files: Path) -> Iterator[str]:
     """The real desktop service on that Xvfb, over real HTTP."""
     from app.desktop.api import create_app
 
-    with ServerThread(create_app(DesktopSettings(display=loop_display.name))) as server:
+    settings = DesktopSettings(display=loop_display.name, files_dir=desktop_files)
+    with ServerThread(create_app(settings)) as server:
         yield server.url

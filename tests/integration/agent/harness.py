@@ -4,6 +4,10 @@ service and the scripted LLM."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,9 +18,11 @@ from typing import Any
 import httpx
 
 from app.agent.executor import AgentExecutor
-from app.config import AgentSettings, TaskSettings
+from app.config import MODEL_VARIABLES, PROVIDERS, AgentSettings, TaskSettings
 from app.tasks.app import create_app
-from tests.support.net import ServerThread
+from tests.support.net import ServerThread, free_port, wait_http
+
+ROOT = Path(__file__).resolve().parents[3]
 
 # Statuses a run ends in.
 SETTLED = {"NEEDS_HELP", "NEEDS_REVIEW", "COMPLETED", "FAILED", "CANCELLED"}
@@ -31,14 +37,15 @@ class LoopSettings:
 
 
 def loop_settings(
-    db_path: Path, desktop_url: str, llm_base_url: str | None, **overrides: Any
+    db_path: Path, desktop_url: str, llm_base_url: str | None, files_dir: Path, **overrides: Any
 ) -> LoopSettings:
-    """Settings that ignore the machine's environment: only the scripted LLM (or what overrides say).
+    """Settings that ignore the machine's environment: only the scripted LLM (or what overrides say),
+    uploads saved in `files_dir` (the desktop service's own files directory, never the real ~/Desktop).
     Each override goes to the settings that have the field (the desktop URL to both)."""
     tasks: dict[str, Any] = {
         "database_url": f"sqlite:///{db_path}",
         "desktop_url": desktop_url,
-        "desktop_files_dir": "/home/user/Desktop",
+        "desktop_files_dir": str(files_dir),
         "lease_seconds": 10.0,
         "poll_seconds": 0.5,
     }
@@ -122,3 +129,42 @@ def unique(prefix: str) -> str:
 
 def blocks(task: dict[str, Any], role: str | None = None) -> list[dict[str, Any]]:
     return [b for m in task["messages"] if role is None or m["role"] == role for b in m["content"]]
+
+
+@dataclass
+class ServiceProcess:
+    """The task service in a process of its own, started as the appliance starts it."""
+
+    url: str
+    log: Path  # its stderr: the service's log lines
+
+    def log_lines(self) -> list[str]:
+        return self.log.read_text().splitlines()
+
+
+@contextlib.contextmanager
+def service_process(tmp_path: Path, **variables: str) -> Iterator[ServiceProcess]:
+    """``uvicorn --factory app.tasks.app:create_app`` with these AGENT_* variables (names without the
+    prefix, e.g. ``openai_base_url=...``) and none of the machine's own model settings."""
+    ours = {*MODEL_VARIABLES, *(p.model_var for p in PROVIDERS), "DATABASE_URL"}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ours and not k.startswith(("AGENT_", "DESKPILOT_LOG"))
+    }
+    env.update({f"AGENT_{k.upper()}": v for k, v in variables.items()})
+    port = free_port()
+    log = tmp_path / f"service-{port}.log"
+    argv = [sys.executable, "-m", "uvicorn", "--factory", "app.tasks.app:create_app", "--port", str(port)]
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
+        )
+    try:
+        wait_http(f"http://127.0.0.1:{port}/health", timeout=60)
+        yield ServiceProcess(f"http://127.0.0.1:{port}", log)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

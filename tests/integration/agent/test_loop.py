@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from app.computer.actions import ACTION_MODELS
+from app.logs import Formatter
 from app.tasks.store import Store
 from tests.fakes.llm_proxy import LiteLLMProxy
 from tests.fakes.llm_server import Request, ScriptedLLM, Step, fail, text, tool
@@ -27,33 +30,37 @@ from tests.integration.agent.harness import (
     serve_agent,
     unique,
 )
+from tests.support.desktop_files import real_desktop
 
 # one tool per POST /computer-use action, 16 in all
 COMPUTER_TOOLS = {f"computer_{a}" for a in ACTION_MODELS}
 
 
 @pytest.fixture
-def agent(tmp_path: Path, desktop_url: str, scripted_llm: ScriptedLLM) -> Iterator[Agent]:
-    with serve_agent(loop_settings(tmp_path / "agent.db", desktop_url, scripted_llm.base_url)) as a:
+def agent(
+    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM
+) -> Iterator[Agent]:
+    settings = loop_settings(tmp_path / "agent.db", desktop_url, scripted_llm.base_url, desktop_files)
+    with serve_agent(settings) as a:
         yield a
 
 
-def hello_script(folder: str) -> list:
-    """Open the terminal, write ~/Desktop/<folder>/hello.txt with `hi`, report completion."""
+def hello_script(folder: Path) -> list:
+    """Open the terminal, write <folder>/hello.txt with `hi`, report completion."""
     return [
         tool("computer_application", application="terminal"),
-        tool(
-            "computer_type_text",
-            text=f"mkdir -p ~/Desktop/{folder} && echo hi > ~/Desktop/{folder}/hello.txt\n",
-        ),
+        tool("computer_type_text", text=f"mkdir -p {folder} && echo hi > {folder}/hello.txt\n"),
         tool("computer_wait", duration=300),
         tool("set_task_status", status="completed", description="Created hello.txt containing hi."),
     ]
 
 
-def run_once(tmp_path: Path, desktop_url: str, llm_url: str | None, description: str, **overrides) -> dict:
+def run_once(
+    tmp_path: Path, desktop_url: str, files_dir: Path, llm_url: str, description: str, **overrides: Any
+) -> dict:
     """One task through an agent service with these settings, until it comes to rest."""
-    with serve_agent(loop_settings(tmp_path / "once.db", desktop_url, llm_url, **overrides)) as agent:
+    settings = loop_settings(tmp_path / "once.db", desktop_url, llm_url, files_dir, **overrides)
+    with serve_agent(settings) as agent:
         return agent.wait(agent.create(description)["id"])
 
 
@@ -63,16 +70,16 @@ def read_desktop_file(desktop_url: str, path: str) -> bytes | None:
 
 
 def test_hello_txt_task_completes_and_the_file_exists(
-    agent: Agent, scripted_llm: ScriptedLLM, desktop_url: str
+    agent: Agent, scripted_llm: ScriptedLLM, desktop_url: str, desktop_files: Path
 ) -> None:
-    folder = unique("hello")
+    folder = desktop_files / unique("hello")
     scripted_llm.play(hello_script(folder))
-    task = agent.create("Open the terminal and create ~/Desktop/hello.txt containing hi")
+    task = agent.create(f"Open the terminal and create {folder}/hello.txt containing hi")
     done = agent.wait(task["id"], timeout=90)
     assert done["status"] == "COMPLETED", done.get("error")
     assert done["result"] == {"description": "Created hello.txt containing hi."}
     assert done["model"] == "local/scripted"
-    assert read_desktop_file(desktop_url, f"/home/user/Desktop/{folder}/hello.txt") == b"hi\n"
+    assert read_desktop_file(desktop_url, f"{folder}/hello.txt") == b"hi\n"
 
     reqs = scripted_llm.requests
     assert len(reqs) == 4
@@ -117,28 +124,71 @@ def test_needs_review_waits_for_the_human_to_complete(agent: Agent, scripted_llm
     assert r.status_code == 200 and r.json()["status"] == "COMPLETED"
 
 
-def test_the_step_budget_stops_the_run(tmp_path: Path, desktop_url: str, scripted_llm: ScriptedLLM) -> None:
+def agent_log(caplog: pytest.LogCaptureFixture, task_id: str) -> list[dict[str, Any]]:
+    """The agent loop's log lines about the task: each record's fields with its message and level."""
+    return [
+        {**vars(r), "message": r.getMessage(), "level": r.levelname}
+        for r in caplog.records
+        if r.name == "app.agent.executor" and getattr(r, "task", None) == task_id
+    ]
+
+
+def test_the_step_budget_stops_the_run(
+    tmp_path: Path,
+    desktop_url: str,
+    desktop_files: Path,
+    scripted_llm: ScriptedLLM,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
     moves = iter(range(100, 1000, 10))
     scripted_llm.play(
         [], then=lambda _req: tool("computer_move_mouse", coordinates={"x": next(moves), "y": 50})
     )
-    task = run_once(tmp_path, desktop_url, scripted_llm.base_url, "Wander around", max_steps=3)
+    task = run_once(tmp_path, desktop_url, desktop_files, scripted_llm.base_url, "Wander around", max_steps=3)
     assert task["status"] == "NEEDS_HELP"
     assert "AGENT_MAX_STEPS=3" in blocks(task, "ASSISTANT")[-1]["text"]
     assert len(scripted_llm.requests) == 3
 
+    # one line per step, with its timings; the budget's stop as a warning
+    *steps, stop = agent_log(caplog, task["id"])
+    assert steps[0]["message"] == "agent run started" and steps[0]["model"] == "local/scripted"
+    assert [(line["message"], line["step"]) for line in steps[1:]] == [("agent step", n) for n in (1, 2, 3)]
+    for line in steps[1:]:
+        assert line["tools"] == "computer_move_mouse" and line["tokens"] == 120
+        assert (
+            line["llm_ms"] > 0
+            and line["tools_ms"] > 0
+            and line["step_ms"] >= line["llm_ms"] + line["tools_ms"]
+        )
+    assert (stop["level"], stop["step"]) == ("WARNING", 3) and "AGENT_MAX_STEPS=3" in stop["reason"]
+    # what a line shows of a step: names, sizes and timings, never a screenshot
+    text = "\n".join(Formatter(secrets=[]).format(r) for r in caplog.records)
+    assert "iVBOR" not in text and "base64" not in text
+
 
 def test_the_loop_breaker_stops_a_repeated_action(
-    tmp_path: Path, desktop_url: str, scripted_llm: ScriptedLLM
+    tmp_path: Path,
+    desktop_url: str,
+    desktop_files: Path,
+    scripted_llm: ScriptedLLM,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO)
     scripted_llm.play([], then=tool("computer_move_mouse", coordinates={"x": 200, "y": 200}))
-    task = run_once(tmp_path, desktop_url, scripted_llm.base_url, "Keep moving", repeat_limit=3)
+    task = run_once(
+        tmp_path, desktop_url, desktop_files, scripted_llm.base_url, "Keep moving", repeat_limit=3
+    )
     assert task["status"] == "NEEDS_HELP"
     assert "repeated computer_move_mouse" in blocks(task, "ASSISTANT")[-1]["text"]
     assert len(scripted_llm.requests) == 3
+    stop = agent_log(caplog, task["id"])[-1]
+    assert stop["message"] == "agent run stopped" and "repeated computer_move_mouse" in stop["reason"]
 
 
-def test_an_uploaded_file_is_read_with_computer_read_file(agent: Agent, scripted_llm: ScriptedLLM) -> None:
+def test_an_uploaded_file_is_read_with_computer_read_file(
+    agent: Agent, scripted_llm: ScriptedLLM, desktop_files: Path
+) -> None:
     name = unique("brief") + ".txt"
 
     def secret_seen(req: Request) -> Step:
@@ -155,7 +205,8 @@ def test_an_uploaded_file_is_read_with_computer_read_file(agent: Agent, scripted
     assert r.status_code == 201, r.text
     done = agent.wait(r.json()["id"])
     assert done["status"] == "COMPLETED", done.get("error")
-    assert f"/home/user/Desktop/{name}" in "\n".join(scripted_llm.requests[0].text_of("user"))
+    assert f"{desktop_files}/{name}" in "\n".join(scripted_llm.requests[0].text_of("user"))
+    assert not (real_desktop() / name).exists(), "the upload went to the real ~/Desktop"
 
 
 def test_invalid_arguments_and_desktop_4xx_go_back_to_the_model(
@@ -178,8 +229,10 @@ def test_invalid_arguments_and_desktop_4xx_go_back_to_the_model(
     assert (done["status"], done["error"]) == ("FAILED", "could not")
 
 
-def test_no_provider_fails_naming_the_variables(tmp_path: Path, desktop_url: str) -> None:
-    with serve_agent(loop_settings(tmp_path / "a.db", desktop_url, None)) as agent:
+def test_no_provider_fails_naming_the_variables(
+    tmp_path: Path, desktop_url: str, desktop_files: Path
+) -> None:
+    with serve_agent(loop_settings(tmp_path / "a.db", desktop_url, None, desktop_files)) as agent:
         task = agent.wait(agent.create("Anything")["id"])
         assert agent.client.get("/tasks/models").json() == []
     assert task["status"] == "FAILED"
@@ -196,7 +249,9 @@ def test_transient_llm_errors_are_retried_then_the_task_fails(
     assert len(scripted_llm.requests) == 2  # AGENT_LLM_RETRIES=1 in these tests
 
 
-def test_long_histories_are_summarised(tmp_path: Path, desktop_url: str, scripted_llm: ScriptedLLM) -> None:
+def test_long_histories_are_summarised(
+    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM
+) -> None:
     def summary_request(req: Request) -> Step:
         assert req.tool_names == [] and "Summarise" in req.messages[-1]["content"]
         return text("SUMMARY: the pointer was moved to 300,300.")
@@ -210,7 +265,9 @@ def test_long_histories_are_summarised(tmp_path: Path, desktop_url: str, scripte
 
     big = Step(calls=[("computer_move_mouse", {"coordinates": {"x": 300, "y": 300}})], prompt_tokens=800)
     scripted_llm.play([big, summary_request, after_summary])
-    done = run_once(tmp_path, desktop_url, scripted_llm.base_url, "Keep going", context_window=1000)
+    done = run_once(
+        tmp_path, desktop_url, desktop_files, scripted_llm.base_url, "Keep going", context_window=1000
+    )
     assert done["status"] == "COMPLETED", done.get("error")
 
     async def summaries() -> list:
@@ -225,14 +282,15 @@ def test_long_histories_are_summarised(tmp_path: Path, desktop_url: str, scripte
 
 
 def test_the_same_task_through_a_real_litellm_proxy(
-    tmp_path: Path, desktop_url: str, scripted_llm: ScriptedLLM, llm_proxy: LiteLLMProxy
+    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM, llm_proxy: LiteLLMProxy
 ) -> None:
-    folder = unique("proxy")
+    folder = desktop_files / unique("proxy")
     scripted_llm.play(hello_script(folder))
     settings = loop_settings(
         tmp_path / "a.db",
         desktop_url,
         None,
+        desktop_files,
         llm_proxy_url=llm_proxy.url,
         llm_proxy_key=llm_proxy.master_key,
         model=llm_proxy.model_name,
@@ -247,10 +305,10 @@ def test_the_same_task_through_a_real_litellm_proxy(
             }
         ]
         done = agent.wait(
-            agent.create("Open the terminal and create ~/Desktop/hello.txt containing hi")["id"], timeout=90
+            agent.create(f"Open the terminal and create {folder}/hello.txt containing hi")["id"], timeout=90
         )
     assert done["status"] == "COMPLETED", done.get("error")
-    assert read_desktop_file(desktop_url, f"/home/user/Desktop/{folder}/hello.txt") == b"hi\n"
+    assert read_desktop_file(desktop_url, f"{folder}/hello.txt") == b"hi\n"
     assert all(r.body["model"] == "scripted" for r in scripted_llm.requests)
     assert scripted_llm.requests[1].last_tool_result_has_image()
 

@@ -41,6 +41,11 @@ def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
     return request.getfixturevalue("pg_server").create_database()
 
 
+# Where uploads would be saved: no desktop service runs for these tests (a test with one passes a private
+# directory of its own), and nothing can create this path, so no test ever writes into the real ~/Desktop.
+NO_DESKTOP_FILES_DIR = "/nonexistent/deskpilot-tests/Desktop"
+
+
 def settings_for(db_url: str, **overrides) -> TaskSettings:
     """Test settings: a desktop URL nothing listens on unless overridden, short leases, no polling."""
     base = {
@@ -49,7 +54,7 @@ def settings_for(db_url: str, **overrides) -> TaskSettings:
         "desktop_url": f"http://127.0.0.1:{free_port()}",
         "lease_seconds": 2.0,
         "poll_seconds": 30.0,
-        "desktop_files_dir": "/home/user/Desktop",
+        "desktop_files_dir": NO_DESKTOP_FILES_DIR,
     }
     return TaskSettings(**{**base, **overrides})
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.tasks.executor import UnavailableExecutor
 from app.tasks.leases import Leases
-from tests.integration.tasks.conftest import serve, with_store
+from tests.integration.tasks.conftest import NO_DESKTOP_FILES_DIR, serve, with_store
 
 ERROR_KEYS = {"statusCode", "message", "error"}
 TASK_KEYS = {
@@ -136,7 +136,7 @@ def test_create_task_multipart_stores_files_with_safe_names(api: httpx.Client) -
     assert set(files) == {"passwd", "report.pdf", "report (2).pdf", "hidden_na_me.png"}
     assert files["report.pdf"]["size"] == len(b"%PDF-1.4 one")
     assert files["report.pdf"]["mediaType"] == "application/pdf"
-    assert files["passwd"]["path"] == "/home/user/Desktop/passwd"
+    assert files["passwd"]["path"] == f"{NO_DESKTOP_FILES_DIR}/passwd"
     assert all(f["writtenAt"] is None for f in got["files"])
     note = got["messages"][0]["content"][1]["text"]
     for f in got["files"]:

@@ -16,9 +16,8 @@ from app.tasks.types import TaskStatus
 from app.tasks.uploads import safe_name, unique_names
 
 pytestmark = pytest.mark.anyio
-S = TaskStatus
 
-# The table of docs/agent-api.md, written out again so a change to TRANSITIONS has to be deliberate.
+# The allowed moves (app/tasks/lifecycle.py), written out again so that changing them is deliberate.
 ALLOWED = {
     ("PENDING", "IN_PROGRESS"),  # queue only
     ("PENDING", "CANCELLED"),
@@ -29,7 +28,7 @@ ALLOWED = {
     ("FAILED", "PENDING"),
     ("CANCELLED", "PENDING"),
 }
-PAIRS = [(a.value, b.value) for a in S for b in S if a != b]
+PAIRS = [(a.value, b.value) for a in TaskStatus for b in TaskStatus if a != b]
 
 
 def test_transition_table_matches_design() -> None:

@@ -1,21 +1,22 @@
-"""Files uploaded with a task land on a real desktop (the desktop service on a private Xvfb) before the
-executor's first step."""
+"""Files uploaded with a task land on a real desktop (the desktop service on a private Xvfb, its files in a
+private directory owned by the desktop user) before the executor's first step."""
 
 from __future__ import annotations
 
-import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from app.config import DesktopSettings
 from app.tasks.executor import TaskContext
 from app.tasks.types import TaskStatus
 from tests.integration.tasks.conftest import serve
+from tests.support.desktop_files import private_files_dir, real_desktop
 from tests.support.net import ServerThread
 from tests.support.timing import wait_until
-
-DESKTOP = Path("/home/user/Desktop")
+from tests.support.xvfb import Display
 
 
 class ReadBack:
@@ -32,44 +33,51 @@ class ReadBack:
 
 
 @pytest.fixture
-def desktop_url(display, monkeypatch) -> str:
-    monkeypatch.setenv("DESKTOP_DISPLAY", display.name)
-    monkeypatch.setenv("DISPLAY", display.name)
+def desktop_files() -> Iterator[Path]:
+    with private_files_dir() as path:
+        yield path
+
+
+@pytest.fixture
+def desktop_url(display: Display, desktop_files: Path) -> Iterator[str]:
     from app.desktop.api import create_app as create_desktop_app
 
-    with ServerThread(create_desktop_app()) as desk:
+    with ServerThread(
+        create_desktop_app(DesktopSettings(display=display.name, files_dir=desktop_files))
+    ) as desk:
         yield desk.url
 
 
-def test_uploaded_files_are_written_to_the_desktop_before_the_first_step(desktop_url: str, tmp_path) -> None:
-    assert DESKTOP.is_dir(), "no desktop user: run `make system-test`"
+def test_uploaded_files_are_written_to_the_desktop_before_the_first_step(
+    desktop_url: str, desktop_files: Path, tmp_path: Path
+) -> None:
     tag = uuid.uuid4().hex[:8]
     payloads = {
         f"dp-{tag}-notes.txt": b"buy milk\n",
         f"dp-{tag}-pixel.png": bytes(range(256)) * 4,
     }
-    written = [DESKTOP / name for name in payloads] + [DESKTOP / f"dp-{tag}-passwd"]
+    written = [desktop_files / name for name in payloads] + [desktop_files / f"dp-{tag}-passwd"]
     executor = ReadBack()
-    try:
-        with serve(
-            f"sqlite:///{tmp_path}/agent.db", executor, worker_enabled=True, desktop_url=desktop_url
-        ) as api:
-            files = [("files", (name, data, "application/octet-stream")) for name, data in payloads.items()]
-            files.append(("files", (f"../../etc/dp-{tag}-passwd", b"not really", "text/plain")))
-            r = api.post("/tasks", data={"description": "look at the files"}, files=files)
-            assert r.status_code == 201, r.text
-            task_id = r.json()["id"]
-            wait_until(lambda: api.get(f"/tasks/{task_id}").json()["status"] == "COMPLETED", 30)
-            task = api.get(f"/tasks/{task_id}").json()
-        assert all(f["writtenAt"] for f in task["files"])
-        for name, data in payloads.items():
-            path = DESKTOP / name
-            assert path.read_bytes() == data
-            assert executor.seen[str(path)] == data  # readable through the desktop API at the first step
-        assert (DESKTOP / f"dp-{tag}-passwd").read_bytes() == b"not really"  # the safe name, not ../../etc
-        note = task["messages"][0]["content"][1]["text"]
-        assert all(str(p) in note for p in written)
-    finally:
-        for p in written:
-            if p.exists():
-                os.unlink(p)
+    with serve(
+        f"sqlite:///{tmp_path}/agent.db",
+        executor,
+        worker_enabled=True,
+        desktop_url=desktop_url,
+        desktop_files_dir=str(desktop_files),
+    ) as api:
+        files = [("files", (name, data, "application/octet-stream")) for name, data in payloads.items()]
+        files.append(("files", (f"../../etc/dp-{tag}-passwd", b"not really", "text/plain")))
+        r = api.post("/tasks", data={"description": "look at the files"}, files=files)
+        assert r.status_code == 201, r.text
+        task_id = r.json()["id"]
+        wait_until(lambda: api.get(f"/tasks/{task_id}").json()["status"] == "COMPLETED", 30)
+        task = api.get(f"/tasks/{task_id}").json()
+    assert all(f["writtenAt"] for f in task["files"])
+    for name, data in payloads.items():
+        path = desktop_files / name
+        assert path.read_bytes() == data
+        assert executor.seen[str(path)] == data  # readable through the desktop API at the first step
+    assert (desktop_files / f"dp-{tag}-passwd").read_bytes() == b"not really"  # the safe name, not ../../etc
+    note = task["messages"][0]["content"][1]["text"]
+    assert all(str(p) in note for p in written)
+    assert not any((real_desktop() / p.name).exists() for p in written), "a file went to the real ~/Desktop"

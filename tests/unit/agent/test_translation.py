@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from litellm.llms.anthropic.chat.transformation import AnthropicConfig
-
 from app.agent.context import ASSISTANT, USER, Turn, image_block, text_block, to_openai, tool_result_block
+from app.agent.litellm_loader import import_litellm
 from app.agent.tools import tool_definitions
 from app.computer.geometry import Size
 
@@ -18,6 +17,9 @@ def test_tool_results_and_screenshots_translate_to_anthropic_blocks() -> None:
         ),
         Turn(USER, [tool_result_block("c1", [text_block("Done."), image_block("iVBORw0KGgo=")])]),
     ]
+    import_litellm()  # as the agent does: the bundled price map, no download attempt at import
+    from litellm.llms.anthropic.chat.transformation import AnthropicConfig
+
     cfg = AnthropicConfig()
     tools = cfg.map_openai_params(
         {"tools": tool_definitions(Size(1280, 720))}, {}, "claude-sonnet-4-6", False
