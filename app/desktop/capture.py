@@ -94,39 +94,39 @@ class Capturer:
     """Grabs the root window through one shared-memory segment; one grab at a time (the buffer is shared)."""
 
     def __init__(self, name: str) -> None:
-        self.d = open_display(name)
-        ext = self.d.query_extension("MIT-SHM")
+        self.display = open_display(name)
+        ext = self.display.query_extension("MIT-SHM")
         if not ext.present:
-            self.d.close()
+            self.display.close()
             raise OSError(f"the X server {name} has no MIT-SHM extension")
         self._opcode = ext.major_opcode
-        screen = self.d.screen()
+        screen = self.display.screen()
         self.root = screen.root
         self.width, self.height = screen.width_in_pixels, screen.height_in_pixels
         if screen.root_depth != 24:
-            self.d.close()
+            self.display.close()
             raise OSError(f"screen depth {screen.root_depth} is not supported (need 24)")
         size = self.width * self.height * 4
         self._shmid = _libc.shmget(_IPC_PRIVATE, size, _IPC_CREAT | 0o600)
         if self._shmid < 0:
-            self.d.close()
+            self.display.close()
             raise OSError(ctypes.get_errno(), "shmget failed")
         addr = _libc.shmat(self._shmid, None, 0)
         if addr in (None, ctypes.c_void_p(-1).value):
             _libc.shmctl(self._shmid, _IPC_RMID, None)
-            self.d.close()
+            self.display.close()
             raise OSError(ctypes.get_errno(), "shmat failed")
         self._addr = addr
-        self._seg = self.d.display.allocate_resource_id()
+        self._seg = self.display.display.allocate_resource_id()
         try:
             _ShmAttach(
-                display=self.d.display,
+                display=self.display.display,
                 opcode=self._opcode,
                 shmseg=self._seg,
                 shmid=self._shmid,
                 read_only=False,
             )
-            self.d.sync()
+            self.display.sync()
         finally:
             _libc.shmctl(self._shmid, _IPC_RMID, None)  # freed once both sides detach
         buf = (ctypes.c_ubyte * size).from_address(addr)
@@ -140,8 +140,8 @@ class Capturer:
                 return
             self._closed = True
             try:
-                _ShmDetach(display=self.d.display, opcode=self._opcode, shmseg=self._seg)
-                self.d.close()
+                _ShmDetach(display=self.display.display, opcode=self._opcode, shmseg=self._seg)
+                self.display.close()
             except Exception:  # the server may be gone already; the local mapping is all that is left
                 pass
             _libc.shmdt(self._addr)
@@ -161,7 +161,7 @@ class Capturer:
         if self._closed:
             raise OSError("capture connection closed")
         _ShmGetImage(
-            display=self.d.display,
+            display=self.display.display,
             opcode=self._opcode,
             drawable=self.root,
             x=0,

@@ -1,0 +1,178 @@
+"""The clipboard of the desktop service: it owns CLIPBOARD and PRIMARY and serves paste requests.
+
+The selection owner runs on its own X connection and thread (python-xlib is not safe to share across
+threads): a client that pastes asks the owner for the text, and the owner must answer at any time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import select
+import threading
+import time
+from dataclasses import dataclass, field
+
+from Xlib import X, Xatom, error
+from Xlib.protocol import event as xevent
+
+from app.desktop.x11 import CONNECTION_ERRORS, open_display
+
+
+@dataclass
+class Paste:
+    """Progress of one paste: when the text was handed to a client, and whether it has read it."""
+
+    written_at: float = 0.0
+    consumed: threading.Event = field(default_factory=threading.Event)
+
+
+class Clipboard:
+    """Owns CLIPBOARD (and PRIMARY) on its own X connection and serves paste requests from a thread.
+
+    ``offer(text)`` takes ownership and returns a ``Paste``: ``written`` is set once a client asked for the
+    text and got it, ``consumed`` once it also deleted the property as ICCCM asks (i.e. it has read it),
+    which is how ``paste_text`` knows the paste happened. Large texts go out with the INCR protocol.
+    Only the clipboard thread touches its X connection (python-xlib is not safe to share across threads);
+    ``offer`` hands the text over through a queue and a wake-up pipe.
+    """
+
+    CHUNK = 65536
+
+    def __init__(self, name: str) -> None:
+        self.display = open_display(name)
+        root = self.display.screen().root
+        self.win = root.create_window(-10, -10, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask)
+        atoms = [
+            "CLIPBOARD",
+            "PRIMARY",
+            "TARGETS",
+            "UTF8_STRING",
+            "TEXT",
+            "INCR",
+            "TIMESTAMP",
+            "text/plain;charset=utf-8",
+            "text/plain",
+        ]
+        self.atoms = {n: self.display.intern_atom(n) for n in atoms}
+        self.atoms["STRING"] = Xatom.STRING
+        self.display.sync()
+        self._data = b""
+        self._paste = Paste()
+        self._reading: set[tuple[int, int]] = set()  # (requestor, property) written, not yet deleted
+        self._incr: dict[tuple[int, int], memoryview] = {}
+        self._incr_kind = self.atoms["UTF8_STRING"]
+        self._stop = False
+        self._offers: queue.SimpleQueue[tuple[bytes, threading.Event, threading.Event, list[bool]]] = (
+            queue.SimpleQueue()
+        )
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread = threading.Thread(target=self._serve, name="x11-clipboard", daemon=True)
+        self._thread.start()
+
+    def offer(self, text: str, timeout: float = 2.0) -> Paste:
+        paste, owned, ok = Paste(), threading.Event(), [False]
+        self._offers.put((text.encode("utf-8"), paste, owned, ok))
+        os.write(self._wake_w, b"o")
+        if not owned.wait(timeout) or not ok[0]:
+            raise OSError("could not take ownership of the CLIPBOARD selection")
+        return paste
+
+    def close(self) -> None:
+        self._stop = True
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"q")
+        self._thread.join(timeout=2)
+        with contextlib.suppress(*CONNECTION_ERRORS):
+            self.display.close()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _serve(self) -> None:
+        try:
+            while not self._stop:
+                ready, _, _ = select.select([self.display.fileno(), self._wake_r], [], [], 0.5)
+                if self._wake_r in ready:
+                    os.read(self._wake_r, 64)
+                while not self._offers.empty():
+                    self._own(*self._offers.get_nowait())
+                while self.display.pending_events():
+                    ev = self.display.next_event()
+                    if ev.type == X.SelectionRequest:
+                        self._answer(ev)
+                    elif ev.type == X.PropertyNotify and ev.state == X.PropertyDelete:
+                        self._deleted(ev.window.id, ev.atom)
+        except CONNECTION_ERRORS:
+            return
+
+    def _own(self, data: bytes, paste: Paste, owned: threading.Event, ok: list[bool]) -> None:
+        try:
+            self._data, self._paste, self._incr = data, paste, {}
+            self._reading.clear()
+            for sel in ("CLIPBOARD", "PRIMARY"):
+                self.win.set_selection_owner(self.atoms[sel], X.CurrentTime)
+            ok[0] = self.display.get_selection_owner(self.atoms["CLIPBOARD"]) == self.win
+        finally:
+            owned.set()
+
+    def _answer(self, ev: xevent.SelectionRequest) -> None:
+        prop = ev.property or ev.target
+        requestor = ev.requestor
+        a = self.atoms
+        text_targets = (a["UTF8_STRING"], a["TEXT"], a["text/plain;charset=utf-8"])
+        try:
+            if ev.target == a["TARGETS"]:
+                targets = [a["TARGETS"], a["TIMESTAMP"], *text_targets, a["STRING"], a["text/plain"]]
+                requestor.change_property(prop, Xatom.ATOM, 32, targets)
+            elif ev.target == a["TIMESTAMP"]:
+                requestor.change_property(prop, Xatom.INTEGER, 32, [X.CurrentTime])
+            elif ev.target in (*text_targets, a["STRING"], a["text/plain"]):
+                data = self._data
+                if ev.target in (a["STRING"], a["text/plain"]):
+                    data = data.decode("utf-8").encode("latin-1", "replace")
+                kind = a["UTF8_STRING"] if ev.target != a["STRING"] else a["STRING"]
+                if len(data) > self.CHUNK:
+                    requestor.change_attributes(event_mask=X.PropertyChangeMask)
+                    self._incr[(requestor.id, prop)] = memoryview(data)
+                    self._incr_kind = kind
+                    requestor.change_property(prop, a["INCR"], 32, [len(data)])
+                else:
+                    requestor.change_attributes(event_mask=X.PropertyChangeMask)
+                    self._reading.add((requestor.id, prop))
+                    requestor.change_property(prop, kind, 8, data)
+                    self._paste.written_at = time.monotonic()
+            else:
+                prop = X.NONE
+        except error.XError:
+            prop = X.NONE
+        notify = xevent.SelectionNotify(
+            time=ev.time, requestor=requestor, selection=ev.selection, target=ev.target, property=prop
+        )
+        requestor.send_event(notify)
+        self.display.flush()
+
+    def _deleted(self, window: int, prop: int) -> None:
+        win = self.display.create_resource_object("window", window)
+        if (window, prop) in self._reading:  # the requestor has read the text
+            self._reading.discard((window, prop))
+            win.change_attributes(event_mask=0)
+            self._paste.consumed.set()
+            return
+        rest = self._incr.get((window, prop))
+        if rest is None:
+            return
+        chunk, rest = rest[: self.CHUNK], rest[self.CHUNK :]
+        win.change_property(prop, self._incr_kind, 8, bytes(chunk))
+        if len(chunk):
+            self._incr[(window, prop)] = rest
+        else:
+            del self._incr[(window, prop)]
+            win.change_attributes(event_mask=0)
+            self._paste.consumed.set()
+        self.display.flush()
