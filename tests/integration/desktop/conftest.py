@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -123,16 +128,44 @@ class Desktop:
         return data
 
 
-@pytest.fixture(scope="session")
-def desktop(display: Display) -> Iterator[Desktop]:
-    settings = DesktopSettings(display=display.name, max_file_bytes=MAX_FILE_BYTES, app_timeout=90)
-    controller = DesktopController(settings)
+@contextmanager
+def serve(display: Display, **settings: Any) -> Iterator[Desktop]:
+    """The desktop service on ``display`` over real HTTP, with ``settings`` over the tests' defaults."""
+    config = DesktopSettings(
+        **{"display": display.name, "max_file_bytes": MAX_FILE_BYTES, "app_timeout": 90, **settings}
+    )
+    controller = DesktopController(config)
     reader = XReader(display.name)
-    with ServerThread(create_app(controller=controller)) as server, httpx.Client(timeout=120) as http:
-        yield Desktop(server.url, http, controller, display, reader)
-    for proc in controller.launched().values():
-        stop_process(proc)
-    reader.close()
+    try:
+        with (
+            ServerThread(create_app(config, controller)) as server,
+            httpx.Client(base_url=server.url, timeout=120) as http,
+        ):
+            yield Desktop(server.url, http, controller, display, reader)
+    finally:
+        for proc in controller.launched().values():
+            stop_process(proc)
+        reader.close()
+
+
+@pytest.fixture(scope="session")
+def files_dir() -> Iterator[Path]:
+    """Where the tests' file actions land instead of the desktop user's real ~/Desktop. The service writes
+    there with that user's rights when it runs as root: the directory is theirs, outside pytest's 0700
+    temporary root."""
+    path = Path(tempfile.mkdtemp(prefix="deskpilot-desktop-files-"))
+    path.chmod(0o755)
+    if os.geteuid() == 0:
+        user = pwd.getpwnam(DesktopSettings().user)
+        os.chown(path, user.pw_uid, user.pw_gid)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def desktop(display: Display, files_dir: Path) -> Iterator[Desktop]:
+    with serve(display, files_dir=files_dir) as desktop:
+        yield desktop
 
 
 @dataclass
