@@ -91,7 +91,7 @@ class Computer:
             try:
                 return await self.desktop.action(action, **fields)
             except DesktopClientError as e:
-                if e.status not in (0, 502, 503, 504):
+                if e.status not in (0, 502, 503):  # a 504 is a time-out of the desktop: the model handles it
                     raise
                 if delay is None:
                     raise DesktopDown(e.message) from e

@@ -6,8 +6,8 @@ environment, see ``DesktopSettings``).
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Callable
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -26,7 +26,9 @@ from app.desktop.mcp import MCPEndpoint
 from app.errors import DesktopError, desktop_error_body, desktop_error_headers
 from app.web import json_response
 
-HealthProbe = Callable[[], bool | Any]  # sync or async, returns True when healthy
+# A /health probe answers None when healthy, else what is wrong; each is bounded by PROBE_TIMEOUT_S.
+HealthProbe = Callable[[], Awaitable[str | None]]
+PROBE_TIMEOUT_S = 1.0
 
 
 class ActionResult(BaseModel):
@@ -58,7 +60,7 @@ router = APIRouter()
     response_model=None,
     responses={
         200: {"model": ActionResult},
-        **{status: {"model": ErrorBody} for status in (400, 404, 413, 500, 503)},
+        **{status: {"model": ErrorBody} for status in (400, 404, 413, 500, 503, 504)},
     },
     openapi_extra={
         "requestBody": {
@@ -73,16 +75,37 @@ async def computer_use(request: Request) -> Response:
     return Response(outcome.to_json(), media_type="application/json")
 
 
-@router.get("/health", summary="Liveness and display status")
+@router.get(
+    "/health",
+    summary="Readiness: 200 when every probe passes, else 503 naming what is wrong",
+    responses={503: {"description": "degraded: `problems` says what is wrong, per probe"}},
+)
 async def health(request: Request) -> Response:
-    body: dict[str, Any] = {"status": "ok"}
-    for name, probe in request.app.state.health_probes.items():
-        result = probe()
-        body[name] = bool(await result if inspect.isawaitable(result) else result)
-    if not all(v for k, v in body.items() if k != "status"):
-        body["status"] = "degraded"
-    body["version"] = __version__
-    return json_response(body)
+    probes: dict[str, HealthProbe] = request.app.state.health_probes
+    results = await asyncio.gather(*(bounded(probe) for probe in probes.values()))
+    problems = {name: problem for name, problem in zip(probes, results, strict=True) if problem}
+    body: dict[str, Any] = {
+        "status": "degraded" if problems else "ok",
+        **{name: name not in problems for name in probes},
+        "capture": request.app.state.controller.connections.capture_path,
+        "version": __version__,
+    }
+    if problems:
+        body["problems"] = problems
+    return json_response(body, 503 if problems else 200)
+
+
+@router.get("/health/live", summary="Liveness: the service answers (whatever the state of the display)")
+async def live() -> Response:
+    return json_response({"status": "ok", "version": __version__})
+
+
+async def bounded(probe: HealthProbe) -> str | None:
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT_S):
+            return await probe()
+    except TimeoutError:
+        return f"no answer within {PROBE_TIMEOUT_S:g} s"
 
 
 # ---------------------------------------------------------------------------------- exception handlers
@@ -140,7 +163,7 @@ def create_app(
     )
     app.state.controller = controller
     # /health reports every probe by name; the appliance adds e.g. app.state.health_probes["vnc"]
-    app.state.health_probes = {"display": controller.display_ok}
+    app.state.health_probes = {"display": controller.display_problem}
     app.include_router(router)
     app.openapi = lambda: openapi_with_actions(app)  # type: ignore[method-assign]
     app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (app/desktop/mcp.py)

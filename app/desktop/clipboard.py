@@ -1,23 +1,34 @@
 """The clipboard of the desktop service: it owns CLIPBOARD and PRIMARY and serves paste requests.
 
 The selection owner runs on its own X connection and thread (python-xlib is not safe to share across
-threads): a client that pastes asks the owner for the text, and the owner must answer at any time.
+threads): a client that pastes asks the owner for the text, and the owner must answer at any time. The
+event loop hands it a text and awaits the ownership without blocking (``offer``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import queue
 import select
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from Xlib import X, Xatom, error
 from Xlib.protocol import event as xevent
 
-from app.desktop.x11 import CONNECTION_ERRORS, open_display
+from app.desktop.x11 import LOST_CONNECTION, Requirements, display_lost, lost_display, open_display
+from app.errors import ClipboardBusy, DesktopError
+
+OFFER_TIMEOUT_S = 2.0
+# Ends the clipboard thread: the connection is gone (select() on a closed socket fails with OSError or,
+# once python-xlib has dropped the socket, ValueError).
+_THREAD_ENDS = (*LOST_CONNECTION, OSError, ValueError)
+
+Settle = Callable[[DesktopError | None], None]  # called on the clipboard thread with the offer's outcome
 
 
 @dataclass
@@ -31,8 +42,8 @@ class Paste:
 class Clipboard:
     """Owns CLIPBOARD (and PRIMARY) on its own X connection and serves paste requests from a thread.
 
-    ``offer(text)`` takes ownership and returns a ``Paste``: ``written`` is set once a client asked for the
-    text and got it, ``consumed`` once it also deleted the property as ICCCM asks (i.e. it has read it),
+    ``await offer(text)`` takes ownership and returns a ``Paste``: ``written_at`` is set once a client asked
+    for the text and got it, ``consumed`` once it also deleted the property as ICCCM asks (it has read it),
     which is how ``paste_text`` knows the paste happened. Large texts go out with the INCR protocol.
     Only the clipboard thread touches its X connection (python-xlib is not safe to share across threads);
     ``offer`` hands the text over through a queue and a wake-up pipe.
@@ -40,8 +51,22 @@ class Clipboard:
 
     CHUNK = 65536
 
-    def __init__(self, name: str) -> None:
-        self.display = open_display(name)
+    def __init__(self, name: str, required: Requirements) -> None:
+        self.name = name
+        self.display = open_display(name, required)
+        try:
+            with lost_display(name):
+                self._setup()
+        except BaseException:
+            self.display.close()
+            raise
+        self._stop = False
+        self._offers: queue.SimpleQueue[tuple[bytes, Paste, Settle]] = queue.SimpleQueue()
+        self._wake_r, self._wake_w = os.pipe()
+        self._thread = threading.Thread(target=self._serve, name="x11-clipboard", daemon=True)
+        self._thread.start()
+
+    def _setup(self) -> None:
         root = self.display.screen().root
         self.win = root.create_window(-10, -10, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask)
         atoms = [
@@ -63,20 +88,27 @@ class Clipboard:
         self._reading: set[tuple[int, int]] = set()  # (requestor, property) written, not yet deleted
         self._incr: dict[tuple[int, int], memoryview] = {}
         self._incr_kind = self.atoms["UTF8_STRING"]
-        self._stop = False
-        self._offers: queue.SimpleQueue[tuple[bytes, threading.Event, threading.Event, list[bool]]] = (
-            queue.SimpleQueue()
-        )
-        self._wake_r, self._wake_w = os.pipe()
-        self._thread = threading.Thread(target=self._serve, name="x11-clipboard", daemon=True)
-        self._thread.start()
 
-    def offer(self, text: str, timeout: float = 2.0) -> Paste:
-        paste, owned, ok = Paste(), threading.Event(), [False]
-        self._offers.put((text.encode("utf-8"), paste, owned, ok))
+    async def offer(self, text: str) -> Paste:
+        """Put ``text`` on the clipboard: ``ClipboardBusy`` if the thread has not taken the selection within
+        ``OFFER_TIMEOUT_S`` (the X server is busy), ``DisplayLost`` if the display went away."""
+        loop = asyncio.get_running_loop()
+        owned: asyncio.Future[None] = loop.create_future()
+
+        def settle(failure: DesktopError | None) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_settle, owned, failure)
+
+        paste = Paste()
+        self._offers.put((text.encode("utf-8"), paste, settle))
         os.write(self._wake_w, b"o")
-        if not owned.wait(timeout) or not ok[0]:
-            raise OSError("could not take ownership of the CLIPBOARD selection")
+        try:
+            async with asyncio.timeout(OFFER_TIMEOUT_S):
+                await owned
+        except TimeoutError:
+            raise ClipboardBusy(
+                f"the desktop did not let the service take the clipboard within {OFFER_TIMEOUT_S:g} s; retry"
+            ) from None
         return paste
 
     def close(self) -> None:
@@ -84,7 +116,7 @@ class Clipboard:
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"q")
         self._thread.join(timeout=2)
-        with contextlib.suppress(*CONNECTION_ERRORS):
+        with contextlib.suppress(*LOST_CONNECTION):
             self.display.close()
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
@@ -108,18 +140,25 @@ class Clipboard:
                         self._answer(ev)
                     elif ev.type == X.PropertyNotify and ev.state == X.PropertyDelete:
                         self._deleted(ev.window.id, ev.atom)
-        except CONNECTION_ERRORS:
-            return
+        except _THREAD_ENDS as exc:
+            lost = display_lost(self.name, f"{type(exc).__name__}: {exc}")
+            while not self._offers.empty():
+                self._offers.get_nowait()[2](lost)
 
-    def _own(self, data: bytes, paste: Paste, owned: threading.Event, ok: list[bool]) -> None:
+    def _own(self, data: bytes, paste: Paste, settle: Settle) -> None:
+        self._data, self._paste, self._incr = data, paste, {}
+        self._reading.clear()
         try:
-            self._data, self._paste, self._incr = data, paste, {}
-            self._reading.clear()
             for sel in ("CLIPBOARD", "PRIMARY"):
                 self.win.set_selection_owner(self.atoms[sel], X.CurrentTime)
-            ok[0] = self.display.get_selection_owner(self.atoms["CLIPBOARD"]) == self.win
-        finally:
-            owned.set()
+            owner = self.display.get_selection_owner(self.atoms["CLIPBOARD"])
+        except _THREAD_ENDS as exc:
+            settle(display_lost(self.name, f"{type(exc).__name__}: {exc}"))
+            raise
+        if owner == self.win:
+            settle(None)
+        else:
+            settle(ClipboardBusy("another program took the clipboard at the same moment; retry"))
 
     def _answer(self, ev: xevent.SelectionRequest) -> None:
         prop = ev.property or ev.target
@@ -176,3 +215,13 @@ class Clipboard:
             win.change_attributes(event_mask=0)
             self._paste.consumed.set()
         self.display.flush()
+
+
+def _settle(owned: asyncio.Future[None], failure: DesktopError | None) -> None:
+    """On the event loop: the outcome of an offer, unless its caller stopped waiting."""
+    if owned.done():
+        return
+    if failure is None:
+        owned.set_result(None)
+    else:
+        owned.set_exception(failure)

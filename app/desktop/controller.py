@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pybase64
@@ -39,7 +40,9 @@ class DesktopController:
         self.settings = settings or DesktopSettings()
         self.user = DesktopUser.lookup(self.settings.user)
         self.files = FileStore(self.user, self.settings.files_dir, self.settings.max_file_bytes)
-        self.connections = Connections(self.settings.display)
+        self.connections = Connections(self.settings)
+        # the display probe's one thread: a hanging X server holds it, never the event loop or more threads
+        self._probe = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desktop-probe")
         tune_malloc()
         shared = Input(self.connections)
         mouse, keyboard = MouseActions(shared), KeyboardActions(shared)
@@ -70,9 +73,16 @@ class DesktopController:
     def close(self) -> None:
         self.connections.close()
         self.files.close()
+        self._probe.shutdown(wait=False, cancel_futures=True)
 
-    def display_ok(self) -> bool:
-        return self.connections.display_ok()
+    async def display_problem(self) -> str | None:
+        """The /health probe of the display: None when it answers and is ours, else what is wrong."""
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._probe, self.connections.check)
+        except DesktopError as exc:
+            return exc.message
+        return None
 
     def launched(self) -> dict[str, subprocess.Popen[bytes]]:
         """Processes started by ``application`` (tests stop them; in the appliance they outlive requests)."""

@@ -49,6 +49,7 @@ def keycodes(x: XConnection, names: list[str] | None) -> list[int]:
 
 async def bind_keys(x: XConnection, names: list[str] | None) -> None:
     missing = {s for s in (keys.resolve(n) for n in names or ()) if not x.in_keymap(s)}
+    x.require_typeable(missing)
     if len(missing) > x.scratch_capacity():
         raise InvalidAction(
             f"at most {x.scratch_capacity()} distinct keys outside the keyboard layout per action"

@@ -64,6 +64,7 @@ def _next_batch(x: XConnection, syms: list[int], start: int) -> tuple[int, set[i
 
 async def _type(x: XConnection, text: str, delay_ms: int) -> None:
     syms = [keys.char_keysym(c) for c in text]
+    x.require_typeable(syms)  # before the first key: all of the text or none of it
     start = 0
     while start < len(syms):
         end, batch = _next_batch(x, syms, start)

@@ -22,7 +22,7 @@ class PasteActions:
 
     async def paste_text(self, action: actions.PasteText) -> Outcome:
         async with self.input.session() as x:
-            paste = self.input.connections.clipboard().offer(action.text)
+            paste = await self.input.connections.clipboard().offer(action.text)
             active = x.active_window()
             codes = keycodes(x, _paste_chord(x, active))
             press(x, codes)

@@ -1,23 +1,37 @@
-"""The X connection of the desktop service: XTest input, the keymap and EWMH windows.
+"""The X connection of the desktop service: XTest input, the keymap and EWMH windows; and the X edge.
 
-This module, ``clipboard.py`` and ``capture.py`` are the only ones that import Xlib. Every call is
-synchronous and fast (XTest costs ~0.1 ms per event); callers serialise input themselves. A lost X server
-surfaces as one of ``CONNECTION_ERRORS``; the controller then drops the connection and opens a new one later.
+This module, ``clipboard.py`` and ``capture.py`` are the only ones that import Xlib, and the only ones that
+see python-xlib's exceptions: they raise the service's own instead (``app.errors``). A lost X server is
+``DisplayLost`` (``lost_display`` translates), a display that is not the one the service owns is
+``UnsupportedDisplay`` (``open_display`` checks every connection), a character that cannot be typed is
+``KeymapFull``. Every call is synchronous and fast (XTest costs ~0.1 ms per event); callers serialise input
+themselves.
 """
 
 from __future__ import annotations
 
+import contextlib
+import pwd
+import socket
+import struct
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from Xlib import XK, X, Xatom, error
 from Xlib import display as xdisplay
 from Xlib.ext import xtest
 from Xlib.protocol import event as xevent
 
-CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+from app.errors import DisplayLost, KeymapFull, UnsupportedDisplay
+
+# What python-xlib raises when the server is gone or cannot be reached (socket errors become
+# ConnectionClosedError once connected). Nothing else means a lost display.
+LOST_CONNECTION: tuple[type[BaseException], ...] = (
     error.ConnectionClosedError,
-    error.DisplayError,
-    OSError,
+    error.DisplayConnectionError,
+    ConnectionError,
     EOFError,
 )
 
@@ -25,27 +39,134 @@ BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
 
 
-def open_display(name: str) -> xdisplay.Display:
+def _tables_per_connection() -> None:
+    """python-xlib (0.33) registers each server's extension events and errors in tables shared by every
+    connection of the process, at the codes that server gave them: a second server with other extensions
+    (one without MIT-SHM numbers the rest differently) finds them taken, and connecting fails with a
+    TypeError or its events decode as the wrong kind. Each connection gets its own copies instead."""
+    base_init = xdisplay._BaseDisplay.__init__
+
+    def init(self: xdisplay._BaseDisplay, *args: object, **kwargs: object) -> None:
+        base_init(self, *args, **kwargs)
+        self.event_classes = xevent.event_class.copy()
+        self.error_classes = error.xerror_class.copy()
+
+    xdisplay._BaseDisplay.__init__ = init
+
+
+_tables_per_connection()
+
+
+class Owner(NamedTuple):
+    name: str
+    uid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Requirements:
+    """The display the service owns: its screen, and the user its X server runs as (when configured)."""
+
+    width: int
+    height: int
+    depth: int = 24
+    owner: Owner | None = None
+
+
+def display_lost(name: str, reason: object) -> DisplayLost:
+    return DisplayLost(f"the X display {name} is not available ({reason}); retry in a moment")
+
+
+@contextlib.contextmanager
+def lost_display(name: str) -> Iterator[None]:
+    """Around X calls: python-xlib's connection failures become ``DisplayLost``."""
     try:
-        return xdisplay.Display(name)
-    except CONNECTION_ERRORS:
+        yield
+    except LOST_CONNECTION as exc:
+        raise display_lost(name, f"{type(exc).__name__}: {exc}") from None
+
+
+def open_display(name: str, required: Requirements) -> xdisplay.Display:
+    """A connection to the display ``name`` if it is the one ``required`` describes."""
+    with lost_display(name):
+        try:
+            display = xdisplay.Display(name)
+        except error.DisplayNameError:
+            raise UnsupportedDisplay(f"{name!r} is not an X display name; set DESKTOP_DISPLAY") from None
+        except LOST_CONNECTION:
+            raise
+        except Exception as exc:  # python-xlib raises bare Exceptions for some auth/handshake failures
+            raise error.DisplayConnectionError(name, str(exc)) from exc
+    try:
+        check_display(display, name, required)
+    except BaseException:
+        display.close()
         raise
-    except Exception as exc:  # python-xlib raises bare Exceptions for some auth/handshake failures
-        raise error.DisplayConnectionError(name, str(exc)) from exc
+    return display
+
+
+def check_display(display: xdisplay.Display, name: str, required: Requirements) -> None:
+    """``UnsupportedDisplay`` unless the screen and the server's user are as required (no round trip)."""
+    screen = display.screen()
+    have = (screen.width_in_pixels, screen.height_in_pixels, screen.root_depth)
+    want = (required.width, required.height, required.depth)
+    if have != want:
+        raise UnsupportedDisplay(
+            f"the X display {name} is {have[0]}x{have[1]} at depth {have[2]}; this service drives a "
+            f"{want[0]}x{want[1]} screen at depth {want[2]} (Xvfb -screen 0 {want[0]}x{want[1]}x{want[2]}): "
+            "it is not the display this service was configured to own"
+        )
+    if required.owner is not None:
+        _check_owner(display, name, required.owner)
+
+
+def _check_owner(display: xdisplay.Display, name: str, owner: Owner) -> None:
+    """The server behind the socket must run as ``owner``: its credentials, as the kernel gives them for
+    the connected socket (the owner of /tmp/.X11-unix/X<n>, or of the abstract socket python-xlib may use)."""
+    sock = display.display.socket
+    if sock.family != socket.AF_UNIX:
+        raise UnsupportedDisplay(
+            f"the X display {name} is reached over TCP, so the user its server runs as cannot be checked; "
+            "use a local display or unset DESKTOP_DISPLAY_OWNER"
+        )
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    if uid != owner.uid:
+        try:
+            runs_as = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            runs_as = f"uid {uid}"
+        raise UnsupportedDisplay(
+            f"the X server of {name} runs as {runs_as}, not as {owner.name} (DESKTOP_DISPLAY_OWNER): "
+            "it is not the display this service was configured to own"
+        )
+
+
+def keysym_text(keysym: int) -> str:
+    """The character a keysym types, or its name."""
+    if keysym >= 0x1000000:
+        return chr(keysym - 0x1000000)
+    if 0x20 <= keysym <= 0xFF:
+        return chr(keysym)
+    return XK.keysym_to_string(keysym) or hex(keysym)
 
 
 class XConnection:
     """One X client connection used for input and window management."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, required: Requirements) -> None:
         self.name = name
-        self.display = open_display(name)
-        if not self.display.has_extension("XTEST"):
+        self.display = open_display(name, required)
+        try:
+            with lost_display(name):
+                self._setup()
+        except BaseException:
             self.display.close()
-            raise error.DisplayConnectionError(name, "the X server has no XTEST extension")
+            raise
+
+    def _setup(self) -> None:
+        if not self.display.has_extension("XTEST"):
+            raise UnsupportedDisplay(f"the X server of {self.name} has no XTEST extension (+extension XTEST)")
         self.root = self.display.screen().root
-        self.width = self.display.screen().width_in_pixels
-        self.height = self.display.screen().height_in_pixels
         self._atoms: dict[str, int] = {}
         info = self.display.display.info
         self._min_kc, self._max_kc = info.min_keycode, info.max_keycode
@@ -56,11 +177,9 @@ class XConnection:
         self._scratch: OrderedDict[int, int] = OrderedDict((kc, 0) for kc in self._spare_keycodes())
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(*LOST_CONNECTION):
             self._restore_scratch()
             self.display.close()
-        except CONNECTION_ERRORS:
-            pass
 
     # ------------------------------------------------------------------ basics
     def atom(self, name: str) -> int:
@@ -119,6 +238,17 @@ class XConnection:
             changed = True
         return changed
 
+    def require_typeable(self, keysyms: Iterable[int]) -> None:
+        """``KeymapFull`` if one of them is missing from the layout and no keycode is spare to hold it."""
+        if self._scratch:
+            return
+        missing = next((sym for sym in keysyms if sym not in self._keymap), None)
+        if missing is not None:
+            raise KeymapFull(
+                f"the keyboard layout has no key for {keysym_text(missing)!r} and the keymap has no spare "
+                "keycode to put it on; type text outside the layout with paste_text"
+            )
+
     def keycodes(self, keysym: int) -> list[int]:
         """Keycodes to hold (in order) to produce ``keysym``: [shift, key], [key], or a scratch key."""
         found = self._keymap.get(keysym)
@@ -148,8 +278,7 @@ class XConnection:
         return [self._min_kc + i for i, syms in enumerate(self._mapping) if not any(syms)]
 
     def _bind_scratch(self, keysym: int) -> int:
-        if not self._scratch:
-            raise RuntimeError("the X keymap has no free keycode to type this character")
+        self.require_typeable([keysym])
         for kc, bound in self._scratch.items():
             if bound == keysym:
                 self._scratch.move_to_end(kc)
