@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from app import __version__
+from app import __version__, logs
 from app.computer import actions
 from app.config import DesktopSettings
 from app.desktop import vnc
@@ -140,6 +140,7 @@ def openapi_with_actions(app: FastAPI) -> dict[str, Any]:
 def create_app(
     settings: DesktopSettings | None = None, controller: DesktopController | None = None
 ) -> FastAPI:
+    logs.configure()
     settings = settings or DesktopSettings()
     controller = controller or DesktopController(settings)
     mcp = MCPEndpoint(controller, settings.mcp_allowed_hosts)

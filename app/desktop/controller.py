@@ -5,12 +5,15 @@ neither re-implements an action. One controller per process owns the X connectio
 Input actions are serialised by one lock (``input.py``) so two clients never interleave keystrokes;
 screenshots, cursor reads, waits and files run concurrently. The actions live by what they drive:
 ``mouse.py``, ``keyboard.py``, ``paste.py``, ``windows.py``; screenshots, waits and files are here.
+Every action is logged as one line: its name, its duration and its outcome (ok, or the error status).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -31,6 +34,8 @@ from app.desktop.windows import WindowActions
 from app.errors import DesktopError, InvalidAction, TooLarge
 
 __all__ = ["DesktopController", "Outcome"]
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[Outcome]]
 
@@ -68,7 +73,21 @@ class DesktopController:
 
     async def perform(self, action: actions.Action) -> Outcome:
         """Execute one validated action (see ``actions.parse_action``)."""
-        return await self._handlers[type(action)](action)
+        started = time.perf_counter()
+        outcome = "500"
+        try:
+            result = await self._handlers[type(action)](action)
+            outcome = "ok"
+            return result
+        except DesktopError as exc:
+            outcome = str(exc.status)
+            raise
+        except asyncio.CancelledError:  # the client went away
+            outcome = "cancelled"
+            raise
+        finally:
+            ms = (time.perf_counter() - started) * 1000
+            log.info("action", extra={"action": action.action, "ms": ms, "outcome": outcome})
 
     def close(self) -> None:
         self.connections.close()

@@ -1,10 +1,13 @@
-"""/health and /health/live."""
+"""/health and /health/live, and the one log line per action."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
+
+import pytest
 
 from app import __version__
 from tests.integration.desktop.conftest import Desktop, serve, wait_for
@@ -53,3 +56,14 @@ def test_health_answers_within_its_bound_when_the_x_server_hangs() -> None:
             wait_for(lambda: desktop.http.get("/health").status_code == 200, 10, "a healthy display again")
     finally:
         d.stop()
+
+
+def test_each_action_logs_one_line_with_its_name_duration_and_outcome(
+    desktop: Desktop, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    desktop.act(action="move_mouse", coordinates={"x": 5, "y": 5})
+    assert desktop.post(action="read_file", path="deskpilot-no-such-file.txt").status_code == 404
+    lines = [r for r in caplog.records if hasattr(r, "outcome")]
+    assert [(r.action, r.outcome) for r in lines] == [("move_mouse", "ok"), ("read_file", "404")]
+    assert all(r.levelno == logging.INFO and isinstance(r.ms, float) and r.ms >= 0 for r in lines)
