@@ -26,6 +26,9 @@ class DesktopSettings(BaseSettings):
     vnc_port: int = 5900
     port: int = 9990
     user: str = "user"
+    # the desktop user's home: HOME of the programs `application` starts, and where "~/" paths resolve;
+    # default: the home of the user's passwd entry
+    home: Path | None = None
     # relative write_file/read_file paths resolve here; default: the desktop user's ~/Desktop
     files_dir: Path | None = None
     max_file_bytes: int = Field(default=100 << 20, gt=0)

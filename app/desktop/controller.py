@@ -43,7 +43,7 @@ Handler = Callable[[Any], Awaitable[Outcome]]
 class DesktopController:
     def __init__(self, settings: DesktopSettings | None = None) -> None:
         self.settings = settings or DesktopSettings()
-        self.user = DesktopUser.lookup(self.settings.user)
+        self.user = DesktopUser.lookup(self.settings.user, self.settings.home)
         self.files = FileStore(self.user, self.settings.files_dir, self.settings.max_file_bytes)
         self.connections = Connections(self.settings)
         # the display probe's one thread: a hanging X server holds it, never the event loop or more threads

@@ -1,9 +1,10 @@
 """write_file / read_file with the desktop user's rights only.
 
-Relative paths resolve under the user's Desktop, absolute ones are used as given. When the service runs
-as root, every file operation happens on ONE dedicated thread whose filesystem credentials are dropped to
-the desktop user with raw syscalls (setgroups, setfsgid, setfsuid are per-thread on Linux; glibc's
-setgroups() would change every thread). Dropping fsuid from 0 also clears the thread's effective file
+Relative paths resolve under the user's Desktop (``DESKTOP_FILES_DIR``), ``~/`` under their home
+(``DESKTOP_HOME``), absolute ones are used as given. When the service runs as root, every file operation
+happens on ONE dedicated thread whose filesystem credentials are dropped to the desktop user with raw
+syscalls (setgroups, setfsgid, setfsuid are per-thread on Linux; glibc's setgroups() would change every
+thread). Dropping fsuid from 0 also clears the thread's effective file
 capabilities (CAP_DAC_OVERRIDE ...), so the kernel checks exactly what the user may do. Running as the user
 already, plain I/O is used on the same single thread.
 """
@@ -50,12 +51,13 @@ class DesktopUser:
     home: Path
 
     @classmethod
-    def lookup(cls, name: str) -> DesktopUser:
+    def lookup(cls, name: str, home: Path | None = None) -> DesktopUser:
+        """The user's ids, and ``home`` or else the home of their passwd entry."""
         try:
             pw = pwd.getpwnam(name)
         except KeyError:
             raise RuntimeError(f"the desktop user {name!r} does not exist") from None
-        return cls(name=name, uid=pw.pw_uid, gid=pw.pw_gid, home=Path(pw.pw_dir))
+        return cls(name=name, uid=pw.pw_uid, gid=pw.pw_gid, home=home or Path(pw.pw_dir))
 
 
 def _drop_thread_credentials(uid: int, gid: int) -> None:

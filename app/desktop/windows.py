@@ -92,7 +92,7 @@ class WindowActions:
             }
             creds = {"user": user.uid, "group": user.gid, "extra_groups": []}
             cwd = user.home
-        else:
+        else:  # as ourselves, in our own environment (the appliance gives it the desktop user's HOME)
             env = {**os.environ, "DISPLAY": self.settings.display, "NO_AT_BRIDGE": "1"}
             cwd = Path.home()
         try:

@@ -150,22 +150,29 @@ def serve(display: Display, **settings: Any) -> Iterator[Desktop]:
 
 
 @pytest.fixture(scope="session")
-def files_dir() -> Iterator[Path]:
-    """Where the tests' file actions land instead of the desktop user's real ~/Desktop. The service writes
-    there with that user's rights when it runs as root: the directory is theirs, outside pytest's 0700
-    temporary root."""
-    path = Path(tempfile.mkdtemp(prefix="deskpilot-desktop-files-"))
-    path.chmod(0o755)
-    if os.geteuid() == 0:
-        user = pwd.getpwnam(DesktopSettings().user)
-        os.chown(path, user.pw_uid, user.pw_gid)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def desktop_home() -> Iterator[Path]:
+    """The desktop user's home for the tests, instead of their real one: programs that ``application``
+    starts keep their settings there, and file actions land in its Desktop. The service acts in it with
+    that user's rights when it runs as root, so it is theirs, outside pytest's 0700 temporary root."""
+    home = Path(tempfile.mkdtemp(prefix="deskpilot-desktop-home-"))
+    (home / "Desktop").mkdir()
+    for path in (home, home / "Desktop"):
+        path.chmod(0o755)
+        if os.geteuid() == 0:
+            user = pwd.getpwnam(DesktopSettings().user)
+            os.chown(path, user.pw_uid, user.pw_gid)
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def desktop(display: Display, files_dir: Path) -> Iterator[Desktop]:
-    with serve(display, files_dir=files_dir) as desktop:
+def files_dir(desktop_home: Path) -> Path:
+    return desktop_home / "Desktop"
+
+
+@pytest.fixture(scope="session")
+def desktop(display: Display, desktop_home: Path, files_dir: Path) -> Iterator[Desktop]:
+    with serve(display, home=desktop_home, files_dir=files_dir) as desktop:
         yield desktop
 
 
