@@ -83,8 +83,8 @@ class ClipboardBusy(ActionTimedOut):
     """The clipboard could not be taken in time."""
 
 
-def desktop_error_body(exc: DesktopError) -> dict:
-    body: dict = {"success": False, "error": exc.message}
+def desktop_error_body(exc: DesktopError) -> dict[str, Any]:
+    body: dict[str, Any] = {"success": False, "error": exc.message}
     if exc.file_action:
         body["message"] = exc.message
     return body

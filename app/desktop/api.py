@@ -118,7 +118,9 @@ async def desktop_error(request: Request, exc: Exception) -> Response:
 
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
-    return json_response({"success": False, "error": str(exc.detail)}, exc.status_code, exc.headers)
+    return json_response(
+        {"success": False, "error": str(exc.detail)}, exc.status_code, dict(exc.headers or {})
+    )
 
 
 async def internal_error(request: Request, exc: Exception) -> Response:

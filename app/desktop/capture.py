@@ -44,7 +44,8 @@ _IPC_PRIVATE, _IPC_CREAT, _IPC_RMID = 0, 0o1000, 0
 cv2.setNumThreads(1)  # 2 cores shared with the desktop apps: CPU time is the real cost
 
 
-class _ShmAttach(rq.Request):
+# python-xlib has no type hints: its request classes are Any to mypy
+class _ShmAttach(rq.Request):  # type: ignore[misc]
     _request = rq.Struct(
         rq.Card8("opcode"),
         rq.Opcode(1),
@@ -56,11 +57,11 @@ class _ShmAttach(rq.Request):
     )
 
 
-class _ShmDetach(rq.Request):
+class _ShmDetach(rq.Request):  # type: ignore[misc]
     _request = rq.Struct(rq.Card8("opcode"), rq.Opcode(2), rq.RequestLength(), rq.Card32("shmseg"))
 
 
-class _ShmGetImage(rq.ReplyRequest):
+class _ShmGetImage(rq.ReplyRequest):  # type: ignore[misc]
     _request = rq.Struct(
         rq.Card8("opcode"),
         rq.Opcode(4),

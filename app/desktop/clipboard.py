@@ -26,7 +26,7 @@ from app.errors import ClipboardBusy, DesktopError
 OFFER_TIMEOUT_S = 2.0
 # Ends the clipboard thread: the connection is gone (select() on a closed socket fails with OSError or,
 # once python-xlib has dropped the socket, ValueError).
-_THREAD_ENDS = (*LOST_CONNECTION, OSError, ValueError)
+_THREAD_ENDS: tuple[type[BaseException], ...] = (*LOST_CONNECTION, OSError, ValueError)
 
 Settle = Callable[[DesktopError | None], None]  # called on the clipboard thread with the offer's outcome
 

@@ -22,11 +22,15 @@ import platform
 import pwd
 import secrets
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from app.errors import DesktopError, FileMissing, InvalidAction, TooLarge
+
+T = TypeVar("T")
 
 _SYSCALLS = {  # (setgroups, setfsuid, setfsgid)
     "x86_64": (116, 122, 123),
@@ -108,7 +112,7 @@ class FileStore:
     async def read(self, path: str) -> FileContent:
         return await self._run(self._read, self.resolve(path))
 
-    async def _run(self, fn, *args):
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, fn, *args)
 
