@@ -163,24 +163,25 @@ class Clipboard:
     def _answer(self, ev: xevent.SelectionRequest) -> None:
         prop = ev.property or ev.target
         requestor = ev.requestor
-        a = self.atoms
-        text_targets = (a["UTF8_STRING"], a["TEXT"], a["text/plain;charset=utf-8"])
+        atom = self.atoms
+        text_targets = (atom["UTF8_STRING"], atom["TEXT"], atom["text/plain;charset=utf-8"])
         try:
-            if ev.target == a["TARGETS"]:
-                targets = [a["TARGETS"], a["TIMESTAMP"], *text_targets, a["STRING"], a["text/plain"]]
+            if ev.target == atom["TARGETS"]:
+                plain = (atom["STRING"], atom["text/plain"])
+                targets = [atom["TARGETS"], atom["TIMESTAMP"], *text_targets, *plain]
                 requestor.change_property(prop, Xatom.ATOM, 32, targets)
-            elif ev.target == a["TIMESTAMP"]:
+            elif ev.target == atom["TIMESTAMP"]:
                 requestor.change_property(prop, Xatom.INTEGER, 32, [X.CurrentTime])
-            elif ev.target in (*text_targets, a["STRING"], a["text/plain"]):
+            elif ev.target in (*text_targets, atom["STRING"], atom["text/plain"]):
                 data = self._data
-                if ev.target in (a["STRING"], a["text/plain"]):
+                if ev.target in (atom["STRING"], atom["text/plain"]):
                     data = data.decode("utf-8").encode("latin-1", "replace")
-                kind = a["UTF8_STRING"] if ev.target != a["STRING"] else a["STRING"]
+                kind = atom["UTF8_STRING"] if ev.target != atom["STRING"] else atom["STRING"]
                 if len(data) > self.CHUNK:
                     requestor.change_attributes(event_mask=X.PropertyChangeMask)
                     self._incr[(requestor.id, prop)] = memoryview(data)
                     self._incr_kind = kind
-                    requestor.change_property(prop, a["INCR"], 32, [len(data)])
+                    requestor.change_property(prop, atom["INCR"], 32, [len(data)])
                 else:
                     requestor.change_attributes(event_mask=X.PropertyChangeMask)
                     self._reading.add((requestor.id, prop))

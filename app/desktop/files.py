@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -139,19 +140,17 @@ class FileStore:
         return target
 
     def _makedirs(self, directory: Path) -> None:
-        missing = []
-        d = directory
-        while not d.exists():
-            missing.append(d)
-            if d.parent == d:
+        missing: list[Path] = []
+        path = directory
+        while not path.exists():
+            missing.append(path)
+            if path.parent == path:
                 break
-            d = d.parent
-        for d in reversed(missing):
-            try:
-                os.mkdir(d, 0o755)
-                os.chmod(d, 0o755)
-            except FileExistsError:
-                pass
+            path = path.parent
+        for path in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path, 0o755)
+                os.chmod(path, 0o755)
 
     def _read(self, target: Path) -> FileContent:
         self._on_file_thread()
