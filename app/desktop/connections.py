@@ -116,7 +116,7 @@ class Connections:
 
     @property
     def capture_path(self) -> str | None:
-        """ "shm" or "getimage" once the capture connection is open, else None."""
+        """How screenshots are taken ("shm" or "getimage") once the capture connection is open, else None."""
         capturer = self._capture.peek()
         return capturer.path if capturer is not None else None
 
