@@ -177,8 +177,9 @@ class XConnection:
         self._scratch: OrderedDict[int, int] = OrderedDict((kc, 0) for kc in self._spare_keycodes())
 
     def close(self) -> None:
-        with contextlib.suppress(*LOST_CONNECTION):
+        with contextlib.suppress(*LOST_CONNECTION):  # the keymap of a lost server needs no restoring
             self._restore_scratch()
+        with contextlib.suppress(*LOST_CONNECTION):
             self.display.close()
 
     # ------------------------------------------------------------------ basics
