@@ -15,7 +15,6 @@ import logging
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pybase64
@@ -46,8 +45,8 @@ class DesktopController:
         self.user = DesktopUser.lookup(self.settings.user, self.settings.home)
         self.files = FileStore(self.user, self.settings.files_dir, self.settings.max_file_bytes)
         self.connections = Connections(self.settings)
-        # the display probe's one thread: a hanging X server holds it, never the event loop or more threads
-        self._probe = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desktop-probe")
+        # the display probe in flight: a hanging X server holds one worker thread, never more, never the loop
+        self._probe: asyncio.Future[None] | None = None
         tune_malloc()
         shared = Input(self.connections)
         mouse, keyboard = MouseActions(shared), KeyboardActions(shared)
@@ -92,13 +91,15 @@ class DesktopController:
     def close(self) -> None:
         self.connections.close()
         self.files.close()
-        self._probe.shutdown(wait=False, cancel_futures=True)
 
     async def display_problem(self) -> str | None:
         """The /health probe of the display: None when it answers and is ours, else what is wrong."""
         loop = asyncio.get_running_loop()
+        probe = self._probe
+        if probe is None or probe.done() or probe.get_loop() is not loop:
+            probe = self._probe = loop.run_in_executor(None, self.connections.check)
         try:
-            await loop.run_in_executor(self._probe, self.connections.check)
+            await asyncio.shield(probe)  # a caller that stops waiting leaves it to the next one
         except DesktopError as exc:
             return exc.message
         return None
