@@ -19,14 +19,20 @@ class DesktopSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DESKTOP_", extra="ignore")
 
     display: str = Field(default=":0", validation_alias=AliasChoices("DESKTOP_DISPLAY", "DISPLAY"))
+    # the user the display's X server must run as (the owner of /tmp/.X11-unix/X<n>); unset: not checked.
+    # Another server on that display is refused, as is any screen but 1920x1080 at depth 24.
+    display_owner: str | None = None
     vnc_host: str = "127.0.0.1"  # x11vnc, bridged to the browser at /vnc/websockify
     vnc_port: int = 5900
     port: int = 9990
     user: str = "user"
+    # the desktop user's home: HOME of the programs `application` starts, and where "~/" paths resolve;
+    # default: the home of the user's passwd entry
+    home: Path | None = None
     # relative write_file/read_file paths resolve here; default: the desktop user's ~/Desktop
     files_dir: Path | None = None
     max_file_bytes: int = Field(default=100 << 20, gt=0)
-    # seconds `application` waits for a launched program's window before answering 503
+    # seconds `application` waits for a launched program's window before answering 504
     app_timeout: float = Field(default=60.0, gt=0)
     # Host names /mcp accepts besides loopback (DNS-rebinding protection), comma-separated; "*" = any.
     # Behind a port mapping or an ingress, list the public name: DESKTOP_MCP_ALLOWED_HOSTS=desk.example.com

@@ -41,6 +41,11 @@ class InvalidAction(DesktopError):
     status = 400
 
 
+class KeymapFull(InvalidAction):
+    """A character is missing from the keyboard layout and the keymap has no spare keycode to put it on:
+    the client should paste it instead."""
+
+
 class FileMissing(DesktopError):
     status = 404
 
@@ -49,22 +54,37 @@ class TooLarge(DesktopError):
     status = 413
 
 
-class DisplayUnavailable(DesktopError):
+# The X edge (x11.py, clipboard.py, capture.py) raises the three below; no other failure of the X server
+# exists for the service. Only a lost display is temporary, and only it drops the X connections.
+
+
+class DisplayLost(DesktopError):
     """The X display is gone (e.g. Xvfb restarting); the service reconnects on a later request."""
 
     status = 503
     retry_after = 1
 
 
+class UnsupportedDisplay(DesktopError):
+    """The X display is not the one the service owns (size, depth, owner, extensions): refused until it is
+    replaced; /health reports it."""
+
+    status = 500
+
+
 class ActionTimedOut(DesktopError):
-    """An action waited for the desktop longer than its bound (e.g. an application never showed a window)."""
+    """The desktop did not do something within its bound (an application showed no window); the action
+    failed, the display is fine."""
 
-    status = 503
-    retry_after = 2
+    status = 504
 
 
-def desktop_error_body(exc: DesktopError) -> dict:
-    body: dict = {"success": False, "error": exc.message}
+class ClipboardBusy(ActionTimedOut):
+    """The clipboard could not be taken in time."""
+
+
+def desktop_error_body(exc: DesktopError) -> dict[str, Any]:
+    body: dict[str, Any] = {"success": False, "error": exc.message}
     if exc.file_action:
         body["message"] = exc.message
     return body

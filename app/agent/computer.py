@@ -91,7 +91,11 @@ class Computer:
             try:
                 return await self.desktop.action(action, **fields)
             except DesktopClientError as exc:
-                if exc.status not in (0, 502, 503, 504):
+                if exc.status not in (
+                    0,
+                    502,
+                    503,
+                ):  # a 504 is a time-out of the desktop: the model handles it
                     raise
                 if delay is None:
                     raise DesktopDown(exc.message) from exc

@@ -1,10 +1,14 @@
 """Screen capture over MIT-SHM and image encoding: the screenshot hot path.
 
-The pipeline is the fastest one we measured (docs/design.md): the X server copies the root window
-into a SysV shared-memory segment (``ShmGetImage``, ~0.3 ms), numpy views it without copying,
-``cv2.cvtColor`` drops the padding byte (it is not zero) while converting to RGB, fpng encodes the PNG
-(~4 ms). The MIT-SHM requests go through python-xlib (two request classes below), so a vanished X server
-raises a Python exception instead of Xlib's exit(). Never XGetImage over the socket, never Pillow's PNG.
+The pipeline is the fastest one measured (docs/design.md): the X server copies the root window into a SysV
+shared-memory segment (``ShmGetImage``, ~0.3 ms), numpy views it without copying, ``cv2.cvtColor`` drops
+the padding byte (it is not zero) while converting to RGB, fpng encodes the PNG (~4 ms). The MIT-SHM
+requests go through python-xlib (three request classes below), so a vanished X server raises a Python
+exception instead of Xlib's exit(). Never Pillow's PNG.
+
+A server without MIT-SHM, or one that cannot attach our segment (it runs as another user: the segment is
+0600), gets a plain GetImage over the socket instead (~10x slower, same pixels); ``Capturer.path`` says
+which one is in use, and /health reports it.
 """
 
 from __future__ import annotations
@@ -12,16 +16,22 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import logging
+import os
 import threading
 from dataclasses import dataclass
+from typing import Literal
 
 import cv2
 import fpng
 import numpy as np
-from Xlib import X
+from Xlib import X, error
+from Xlib import display as xdisplay
 from Xlib.protocol import rq
 
-from app.desktop.x11 import open_display
+from app.desktop.x11 import Requirements, display_lost, lost_display, open_display
+
+log = logging.getLogger(__name__)
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
@@ -34,7 +44,8 @@ _IPC_PRIVATE, _IPC_CREAT, _IPC_RMID = 0, 0o1000, 0
 cv2.setNumThreads(1)  # 2 cores shared with the desktop apps: CPU time is the real cost
 
 
-class _ShmAttach(rq.Request):
+# python-xlib has no type hints: its request classes are Any to mypy
+class _ShmAttach(rq.Request):  # type: ignore[misc]
     _request = rq.Struct(
         rq.Card8("opcode"),
         rq.Opcode(1),
@@ -46,11 +57,11 @@ class _ShmAttach(rq.Request):
     )
 
 
-class _ShmDetach(rq.Request):
+class _ShmDetach(rq.Request):  # type: ignore[misc]
     _request = rq.Struct(rq.Card8("opcode"), rq.Opcode(2), rq.RequestLength(), rq.Card32("shmseg"))
 
 
-class _ShmGetImage(rq.ReplyRequest):
+class _ShmGetImage(rq.ReplyRequest):  # type: ignore[misc]
     _request = rq.Struct(
         rq.Card8("opcode"),
         rq.Opcode(4),
@@ -90,47 +101,102 @@ class Image:
 MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
 
 
-class Capturer:
-    """Grabs the root window through one shared-memory segment; one grab at a time (the buffer is shared)."""
+class SharedFrame:
+    """One shared-memory segment the size of the screen, attached by the X server: ``grab`` has the server
+    copy the root window into it and returns a BGRX view of it (valid until the next grab)."""
 
-    def __init__(self, name: str) -> None:
-        self.d = open_display(name)
-        ext = self.d.query_extension("MIT-SHM")
-        if not ext.present:
-            self.d.close()
-            raise OSError(f"the X server {name} has no MIT-SHM extension")
-        self._opcode = ext.major_opcode
-        screen = self.d.screen()
-        self.root = screen.root
-        self.width, self.height = screen.width_in_pixels, screen.height_in_pixels
-        if screen.root_depth != 24:
-            self.d.close()
-            raise OSError(f"screen depth {screen.root_depth} is not supported (need 24)")
-        size = self.width * self.height * 4
-        self._shmid = _libc.shmget(_IPC_PRIVATE, size, _IPC_CREAT | 0o600)
-        if self._shmid < 0:
-            self.d.close()
-            raise OSError(ctypes.get_errno(), "shmget failed")
-        addr = _libc.shmat(self._shmid, None, 0)
-        if addr in (None, ctypes.c_void_p(-1).value):
-            _libc.shmctl(self._shmid, _IPC_RMID, None)
-            self.d.close()
-            raise OSError(ctypes.get_errno(), "shmat failed")
-        self._addr = addr
-        self._seg = self.d.display.allocate_resource_id()
+    def __init__(self, display: xdisplay.Display, opcode: int, segment: int, address: int, frame: np.ndarray):
+        self._display, self._opcode, self._segment = display, opcode, segment
+        self._address, self._frame = address, frame
+
+    @classmethod
+    def attach(cls, display: xdisplay.Display, name: str) -> SharedFrame | None:
+        """The shared frame, or None (logged) when the server has no MIT-SHM or cannot attach it."""
+        ext = display.query_extension("MIT-SHM")  # None when absent
+        if ext is None:
+            log.warning("no MIT-SHM: screenshots come over the socket", extra={"display": name})
+            return None
+        screen = display.screen()
+        width, height = screen.width_in_pixels, screen.height_in_pixels
+        size = width * height * 4
+        shmid = _libc.shmget(_IPC_PRIVATE, size, _IPC_CREAT | 0o600)
+        address = _libc.shmat(shmid, None, 0) if shmid >= 0 else None
+        if address in (None, ctypes.c_void_p(-1).value):
+            error_text = os.strerror(ctypes.get_errno())
+            if shmid >= 0:
+                _libc.shmctl(shmid, _IPC_RMID, None)
+            log.warning("no shared memory: screenshots come over the socket", extra={"error": error_text})
+            return None
+        segment = display.display.allocate_resource_id()
+        refused = error.CatchError()
         try:
             _ShmAttach(
-                display=self.d.display,
-                opcode=self._opcode,
-                shmseg=self._seg,
-                shmid=self._shmid,
+                display=display.display,
+                onerror=refused,
+                opcode=ext.major_opcode,
+                shmseg=segment,
+                shmid=shmid,
                 read_only=False,
             )
-            self.d.sync()
+            display.sync()
+        except BaseException:
+            _libc.shmdt(address)
+            raise
         finally:
-            _libc.shmctl(self._shmid, _IPC_RMID, None)  # freed once both sides detach
-        buf = (ctypes.c_ubyte * size).from_address(addr)
-        self._bgrx = np.ctypeslib.as_array(buf).reshape(self.height, self.width, 4)
+            _libc.shmctl(shmid, _IPC_RMID, None)  # freed once both sides detach
+        if refused.get_error() is not None:
+            _libc.shmdt(address)
+            display.display.free_resource_id(segment)
+            log.warning(
+                "the X server cannot attach our shared memory (does it run as another user?): "
+                "screenshots come over the socket",
+                extra={"display": name, "error": type(refused.get_error()).__name__},
+            )
+            return None
+        buf = (ctypes.c_ubyte * size).from_address(address)
+        frame = np.ctypeslib.as_array(buf).reshape(height, width, 4)
+        return cls(display, ext.major_opcode, segment, address, frame)
+
+    def grab(self, root: object) -> np.ndarray:
+        _ShmGetImage(
+            display=self._display.display,
+            opcode=self._opcode,
+            drawable=root,
+            x=0,
+            y=0,
+            width=self._frame.shape[1],
+            height=self._frame.shape[0],
+            plane_mask=0xFFFFFFFF,
+            format=X.ZPixmap,
+            shmseg=self._segment,
+            offset=0,
+        )
+        return self._frame
+
+    def detach(self) -> None:
+        """Before the connection closes; the local mapping goes even if the server is gone already."""
+        with contextlib.suppress(Exception):
+            _ShmDetach(display=self._display.display, opcode=self._opcode, shmseg=self._segment)
+        _libc.shmdt(self._address)
+
+
+class Capturer:
+    """Grabs the root window, through a ``SharedFrame`` when the server can (``path`` "shm"), else with
+    GetImage over the socket ("getimage"); one grab at a time (the shared buffer is reused)."""
+
+    def __init__(self, name: str, required: Requirements) -> None:
+        self.name = name
+        self.display = open_display(name, required)
+        screen = self.display.screen()
+        self.root = screen.root
+        self.width, self.height = screen.width_in_pixels, screen.height_in_pixels
+        try:
+            with lost_display(name):
+                self._shared = SharedFrame.attach(self.display, name)
+        except BaseException:
+            self.display.close()
+            raise
+        self.path: Literal["shm", "getimage"] = "shm" if self._shared is not None else "getimage"
         self._lock = threading.Lock()
         self._closed = False
 
@@ -139,47 +205,38 @@ class Capturer:
             if self._closed:
                 return
             self._closed = True
-            try:
-                _ShmDetach(display=self.d.display, opcode=self._opcode, shmseg=self._seg)
-                self.d.close()
-            except Exception:  # the server may be gone already; the local mapping is all that is left
-                pass
-            _libc.shmdt(self._addr)
+            if self._shared is not None:
+                self._shared.detach()
+            with contextlib.suppress(Exception):  # the server may be gone already
+                self.display.close()
 
-    def grab_bgr(self) -> np.ndarray:
-        """A fresh BGR frame (own memory) of the whole screen."""
-        with self._lock:
-            self._grab()
-            return cv2.cvtColor(self._bgrx, cv2.COLOR_BGRA2BGR)
-
-    def grab_rgb(self) -> np.ndarray:
-        with self._lock:
-            self._grab()
-            return cv2.cvtColor(self._bgrx, cv2.COLOR_BGRA2RGB)
-
-    def _grab(self) -> None:
-        if self._closed:
-            raise OSError("capture connection closed")
-        _ShmGetImage(
-            display=self.d.display,
-            opcode=self._opcode,
-            drawable=self.root,
-            x=0,
-            y=0,
-            width=self.width,
-            height=self.height,
-            plane_mask=0xFFFFFFFF,
-            format=X.ZPixmap,
-            shmseg=self._seg,
-            offset=0,
-        )
+    def ping(self) -> None:
+        """One round trip to the server."""
+        with self._lock, lost_display(self.name):
+            self._check_open()
+            self.display.get_input_focus()
 
     def screenshot(
         self, fmt: str = "png", quality: int = 80, width: int | None = None, scale: float | None = None
     ) -> Image:
         """Capture and encode; the default (PNG, full size) is lossless."""
-        frame = self.grab_rgb() if fmt == "png" else self.grab_bgr()
+        conversion = cv2.COLOR_BGRA2RGB if fmt == "png" else cv2.COLOR_BGRA2BGR
+        with self._lock, lost_display(self.name):
+            # a fresh frame (own memory): cvtColor drops the padding byte on the way
+            frame = cv2.cvtColor(self._grab(), conversion)
         return encode(frame, fmt, quality, target_size(self.width, self.height, width, scale))
+
+    def _grab(self) -> np.ndarray:
+        """The screen as BGRX, valid until the next grab."""
+        self._check_open()
+        if self._shared is not None:
+            return self._shared.grab(self.root)
+        image = self.root.get_image(0, 0, self.width, self.height, X.ZPixmap, 0xFFFFFFFF)
+        return np.frombuffer(image.data, np.uint8).reshape(self.height, self.width, 4)
+
+    def _check_open(self) -> None:
+        if self._closed:  # dropped by another thread after a lost display
+            raise display_lost(self.name, "the capture connection was closed")
 
 
 def target_size(w: int, h: int, width: int | None, scale: float | None) -> tuple[int, int]:
@@ -208,9 +265,9 @@ def encode(frame: np.ndarray, fmt: str, quality: int, size: tuple[int, int]) -> 
 
 
 def tune_malloc() -> None:
-    """Keep frame-sized buffers on the heap instead of fresh mmaps: on this VM a page fault costs ~2.7 us
-    and a 1080p frame re-faulted per screenshot loses 3-9 ms (docs/design.md). Same effect as
-    MALLOC_MMAP_THRESHOLD_=32 MiB and MALLOC_TRIM_THRESHOLD_=1 GiB."""
+    """Keep frame-sized buffers on the heap instead of fresh mmaps: a page fault costs ~2.7 us on a small
+    VM, and a 1080p frame re-faulted per screenshot loses 3-9 ms. Same effect as MALLOC_MMAP_THRESHOLD_=32 MiB
+    and MALLOC_TRIM_THRESHOLD_=1 GiB."""
     m_trim_threshold, m_mmap_threshold = -1, -3
     with contextlib.suppress(AttributeError):
         _libc.mallopt(m_mmap_threshold, 32 << 20)

@@ -1,9 +1,10 @@
 """write_file / read_file with the desktop user's rights only.
 
-Relative paths resolve under the user's Desktop, absolute ones are used as given. When the service runs
-as root, every file operation happens on ONE dedicated thread whose filesystem credentials are dropped to
-the desktop user with raw syscalls (setgroups, setfsgid, setfsuid are per-thread on Linux; glibc's
-setgroups() would change every thread). Dropping fsuid from 0 also clears the thread's effective file
+Relative paths resolve under the user's Desktop (``DESKTOP_FILES_DIR``), ``~/`` under their home
+(``DESKTOP_HOME``), absolute ones are used as given. When the service runs as root, every file operation
+happens on ONE dedicated thread whose filesystem credentials are dropped to the desktop user with raw
+syscalls (setgroups, setfsgid, setfsuid are per-thread on Linux; glibc's setgroups() would change every
+thread). Dropping fsuid from 0 also clears the thread's effective file
 capabilities (CAP_DAC_OVERRIDE ...), so the kernel checks exactly what the user may do. Running as the user
 already, plain I/O is used on the same single thread.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -21,11 +23,15 @@ import platform
 import pwd
 import secrets
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from app.errors import DesktopError, FileMissing, InvalidAction, TooLarge
+
+T = TypeVar("T")
 
 _SYSCALLS = {  # (setgroups, setfsuid, setfsgid)
     "x86_64": (116, 122, 123),
@@ -50,12 +56,13 @@ class DesktopUser:
     home: Path
 
     @classmethod
-    def lookup(cls, name: str) -> DesktopUser:
+    def lookup(cls, name: str, home: Path | None = None) -> DesktopUser:
+        """The user's ids, and ``home`` or else the home of their passwd entry."""
         try:
             pw = pwd.getpwnam(name)
         except KeyError:
             raise RuntimeError(f"the desktop user {name!r} does not exist") from None
-        return cls(name=name, uid=pw.pw_uid, gid=pw.pw_gid, home=Path(pw.pw_dir))
+        return cls(name=name, uid=pw.pw_uid, gid=pw.pw_gid, home=home or Path(pw.pw_dir))
 
 
 def _drop_thread_credentials(uid: int, gid: int) -> None:
@@ -106,7 +113,7 @@ class FileStore:
     async def read(self, path: str) -> FileContent:
         return await self._run(self._read, self.resolve(path))
 
-    async def _run(self, fn, *args):
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, fn, *args)
 
@@ -133,19 +140,17 @@ class FileStore:
         return target
 
     def _makedirs(self, directory: Path) -> None:
-        missing = []
-        d = directory
-        while not d.exists():
-            missing.append(d)
-            if d.parent == d:
+        missing: list[Path] = []
+        path = directory
+        while not path.exists():
+            missing.append(path)
+            if path.parent == path:
                 break
-            d = d.parent
-        for d in reversed(missing):
-            try:
-                os.mkdir(d, 0o755)
-                os.chmod(d, 0o755)
-            except FileExistsError:
-                pass
+            path = path.parent
+        for path in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path, 0o755)
+                os.chmod(path, 0o755)
 
     def _read(self, target: Path) -> FileContent:
         self._on_file_thread()

@@ -38,15 +38,14 @@ def viewer_url(root_path: str = "", *, view_only: bool = True) -> str:
     return f"{root_path.rstrip('/')}/vnc/vnc.html?{query}"
 
 
-async def vnc_reachable(settings: DesktopSettings) -> bool:
-    """True when x11vnc accepts a TCP connection within half a second (for /health)."""
+async def vnc_problem(settings: DesktopSettings) -> str | None:
+    """The /health probe of the live view: None when x11vnc accepts a TCP connection."""
     try:
-        async with asyncio.timeout(0.5):
-            _, writer = await asyncio.open_connection(settings.vnc_host, settings.vnc_port)
-    except (OSError, TimeoutError):
-        return False
+        _, writer = await asyncio.open_connection(settings.vnc_host, settings.vnc_port)
+    except OSError as exc:
+        return f"the VNC server {settings.vnc_host}:{settings.vnc_port} is unreachable: {exc.strerror or exc}"
     writer.close()
-    return True
+    return None
 
 
 async def bridge(ws: WebSocket, host: str, port: int) -> None:
@@ -115,4 +114,4 @@ def install(app: FastAPI, settings: DesktopSettings | None = None) -> None:
     app.mount("/vnc", StaticFiles(directory=NOVNC_DIR, check_dir=False), name="vnc")
     probes = getattr(app.state, "health_probes", None)
     if probes is not None and "vnc_port" in settings.model_fields_set:
-        probes["vnc"] = lambda: vnc_reachable(settings)
+        probes["vnc"] = lambda: vnc_problem(settings)

@@ -1,30 +1,37 @@
-"""The X connection of the desktop service: XTest input, the keymap, EWMH windows and the clipboard.
+"""The X connection of the desktop service: XTest input, the keymap and EWMH windows; and the X edge.
 
-This module and ``capture.py`` are the only ones that import Xlib. Every call is synchronous and fast
-(XTest costs ~0.1 ms per event); callers serialise input themselves. A lost X server surfaces as one of
-``CONNECTION_ERRORS``; the controller then drops the connection and opens a new one later.
+This module, ``clipboard.py`` and ``capture.py`` are the only ones that import Xlib, and the only ones that
+see python-xlib's exceptions: they raise the service's own instead (``app.errors``). A lost X server is
+``DisplayLost`` (``lost_display`` translates), a display that is not the one the service owns is
+``UnsupportedDisplay`` (``open_display`` checks every connection), a character that cannot be typed is
+``KeymapFull``. Every call is synchronous and fast (XTest costs ~0.1 ms per event); callers serialise input
+themselves.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import queue
-import select
-import threading
-import time
+import pwd
+import socket
+import struct
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from Xlib import XK, X, Xatom, error
 from Xlib import display as xdisplay
 from Xlib.ext import xtest
 from Xlib.protocol import event as xevent
 
-CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+from app.errors import DisplayLost, KeymapFull, UnsupportedDisplay
+
+# What python-xlib raises when the server is gone or cannot be reached (socket errors become
+# ConnectionClosedError once connected). Nothing else means a lost display.
+LOST_CONNECTION: tuple[type[BaseException], ...] = (
     error.ConnectionClosedError,
-    error.DisplayError,
-    OSError,
+    error.DisplayConnectionError,
+    ConnectionError,
     EOFError,
 )
 
@@ -32,55 +39,161 @@ BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
 
 
-def open_display(name: str) -> xdisplay.Display:
+def _tables_per_connection() -> None:
+    """python-xlib (0.33) registers each server's extension events and errors in tables shared by every
+    connection of the process, at the codes that server gave them: a second server with other extensions
+    (one without MIT-SHM numbers the rest differently) finds them taken, and connecting fails with a
+    TypeError or its events decode as the wrong kind. Each connection gets its own copies instead."""
+    base_init = xdisplay._BaseDisplay.__init__
+
+    def init(self: xdisplay._BaseDisplay, *args: object, **kwargs: object) -> None:
+        base_init(self, *args, **kwargs)
+        self.event_classes = xevent.event_class.copy()
+        self.error_classes = error.xerror_class.copy()
+
+    xdisplay._BaseDisplay.__init__ = init
+
+
+_tables_per_connection()
+
+
+class Owner(NamedTuple):
+    name: str
+    uid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Requirements:
+    """The display the service owns: its screen, and the user its X server runs as (when configured)."""
+
+    width: int
+    height: int
+    depth: int = 24
+    owner: Owner | None = None
+
+
+def display_lost(name: str, reason: object) -> DisplayLost:
+    return DisplayLost(f"the X display {name} is not available ({reason}); retry in a moment")
+
+
+@contextlib.contextmanager
+def lost_display(name: str) -> Iterator[None]:
+    """Around X calls: python-xlib's connection failures become ``DisplayLost``."""
     try:
-        return xdisplay.Display(name)
-    except CONNECTION_ERRORS:
+        yield
+    except LOST_CONNECTION as exc:
+        raise display_lost(name, f"{type(exc).__name__}: {exc}") from None
+
+
+def open_display(name: str, required: Requirements) -> xdisplay.Display:
+    """A connection to the display ``name`` if it is the one ``required`` describes."""
+    with lost_display(name):
+        try:
+            display = xdisplay.Display(name)
+        except error.DisplayNameError:
+            raise UnsupportedDisplay(f"{name!r} is not an X display name; set DESKTOP_DISPLAY") from None
+        except LOST_CONNECTION:
+            raise
+        except Exception as exc:  # python-xlib raises bare Exceptions for some auth/handshake failures
+            raise error.DisplayConnectionError(name, str(exc)) from exc
+    try:
+        check_display(display, name, required)
+    except BaseException:
+        display.close()
         raise
-    except Exception as exc:  # python-xlib raises bare Exceptions for some auth/handshake failures
-        raise error.DisplayConnectionError(name, str(exc)) from exc
+    return display
+
+
+def check_display(display: xdisplay.Display, name: str, required: Requirements) -> None:
+    """``UnsupportedDisplay`` unless the screen and the server's user are as required (no round trip)."""
+    screen = display.screen()
+    have = (screen.width_in_pixels, screen.height_in_pixels, screen.root_depth)
+    want = (required.width, required.height, required.depth)
+    if have != want:
+        raise UnsupportedDisplay(
+            f"the X display {name} is {have[0]}x{have[1]} at depth {have[2]}; this service drives a "
+            f"{want[0]}x{want[1]} screen at depth {want[2]} (Xvfb -screen 0 {want[0]}x{want[1]}x{want[2]}): "
+            "it is not the display this service was configured to own"
+        )
+    if required.owner is not None:
+        _check_owner(display, name, required.owner)
+
+
+def _check_owner(display: xdisplay.Display, name: str, owner: Owner) -> None:
+    """The server behind the socket must run as ``owner``: its credentials, as the kernel gives them for
+    the connected socket (the owner of /tmp/.X11-unix/X<n>, or of the abstract socket python-xlib may use)."""
+    sock = display.display.socket
+    if sock.family != socket.AF_UNIX:
+        raise UnsupportedDisplay(
+            f"the X display {name} is reached over TCP, so the user its server runs as cannot be checked; "
+            "use a local display or unset DESKTOP_DISPLAY_OWNER"
+        )
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    if uid != owner.uid:
+        try:
+            runs_as = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            runs_as = f"uid {uid}"
+        raise UnsupportedDisplay(
+            f"the X server of {name} runs as {runs_as}, not as {owner.name} (DESKTOP_DISPLAY_OWNER): "
+            "it is not the display this service was configured to own"
+        )
+
+
+def keysym_text(keysym: int) -> str:
+    """The character a keysym types, or its name."""
+    if keysym >= 0x1000000:
+        return chr(keysym - 0x1000000)
+    if 0x20 <= keysym <= 0xFF:
+        return chr(keysym)
+    return XK.keysym_to_string(keysym) or hex(keysym)
 
 
 class XConnection:
     """One X client connection used for input and window management."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, required: Requirements) -> None:
         self.name = name
-        self.d = open_display(name)
-        if not self.d.has_extension("XTEST"):
-            self.d.close()
-            raise error.DisplayConnectionError(name, "the X server has no XTEST extension")
-        self.root = self.d.screen().root
-        self.width = self.d.screen().width_in_pixels
-        self.height = self.d.screen().height_in_pixels
+        self.display = open_display(name, required)
+        try:
+            with lost_display(name):
+                self._setup()
+        except BaseException:
+            self.display.close()
+            raise
+
+    def _setup(self) -> None:
+        if not self.display.has_extension("XTEST"):
+            raise UnsupportedDisplay(f"the X server of {self.name} has no XTEST extension (+extension XTEST)")
+        self.root = self.display.screen().root
         self._atoms: dict[str, int] = {}
-        info = self.d.display.info
+        info = self.display.display.info
         self._min_kc, self._max_kc = info.min_keycode, info.max_keycode
         self._load_keymap()
-        self._shift = self.d.keysym_to_keycode(XK.XK_Shift_L)
+        self._shift = self.display.keysym_to_keycode(XK.XK_Shift_L)
         # scratch keycodes (no keysym bound) hold characters missing from the layout; LRU so a keycode is
         # not rebound while a client may still be translating an earlier press of it
         self._scratch: OrderedDict[int, int] = OrderedDict((kc, 0) for kc in self._spare_keycodes())
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(*LOST_CONNECTION):  # the keymap of a lost server needs no restoring
             self._restore_scratch()
-            self.d.close()
-        except CONNECTION_ERRORS:
-            pass
+        with contextlib.suppress(*LOST_CONNECTION):
+            self.display.close()
 
     # ------------------------------------------------------------------ basics
     def atom(self, name: str) -> int:
-        a = self._atoms.get(name)
-        if a is None:
-            a = self._atoms[name] = self.d.intern_atom(name)
-        return a
+        found = self._atoms.get(name)
+        if found is None:
+            found = self._atoms[name] = self.display.intern_atom(name)
+        return found
 
     def sync(self) -> None:
-        self.d.sync()
+        self.display.sync()
 
     def ping(self) -> None:
-        self.d.get_input_focus()
+        self.display.get_input_focus()
 
     def pointer(self) -> tuple[int, int]:
         p = self.root.query_pointer()
@@ -94,19 +207,19 @@ class XConnection:
             False, 0, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime
         )
         if status == X.GrabSuccess:
-            self.d.ungrab_pointer(X.CurrentTime)
+            self.display.ungrab_pointer(X.CurrentTime)
             return False
         return True
 
     # ------------------------------------------------------------------ XTest input
     def move(self, x: int, y: int) -> None:
-        xtest.fake_input(self.d, X.MotionNotify, x=x, y=y)
+        xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
 
     def button(self, button: int, down: bool) -> None:
-        xtest.fake_input(self.d, X.ButtonPress if down else X.ButtonRelease, button)
+        xtest.fake_input(self.display, X.ButtonPress if down else X.ButtonRelease, button)
 
     def key(self, keycode: int, down: bool) -> None:
-        xtest.fake_input(self.d, X.KeyPress if down else X.KeyRelease, keycode)
+        xtest.fake_input(self.display, X.KeyPress if down else X.KeyRelease, keycode)
 
     def bind(self, keysyms: set[int]) -> bool:
         """Bind keysyms missing from the layout to scratch keycodes; True if the keymap changed.
@@ -126,6 +239,17 @@ class XConnection:
             changed = True
         return changed
 
+    def require_typeable(self, keysyms: Iterable[int]) -> None:
+        """``KeymapFull`` if one of them is missing from the layout and no keycode is spare to hold it."""
+        if self._scratch:
+            return
+        missing = next((sym for sym in keysyms if sym not in self._keymap), None)
+        if missing is not None:
+            raise KeymapFull(
+                f"the keyboard layout has no key for {keysym_text(missing)!r} and the keymap has no spare "
+                "keycode to put it on; type text outside the layout with paste_text"
+            )
+
     def keycodes(self, keysym: int) -> list[int]:
         """Keycodes to hold (in order) to produce ``keysym``: [shift, key], [key], or a scratch key."""
         found = self._keymap.get(keysym)
@@ -143,7 +267,7 @@ class XConnection:
 
     def _load_keymap(self) -> None:
         count = self._max_kc - self._min_kc + 1
-        self._mapping = self.d.get_keyboard_mapping(self._min_kc, count)
+        self._mapping = self.display.get_keyboard_mapping(self._min_kc, count)
         keymap: dict[int, tuple[int, int]] = {}
         for i, syms in enumerate(self._mapping):
             for level in (0, 1):
@@ -155,22 +279,21 @@ class XConnection:
         return [self._min_kc + i for i, syms in enumerate(self._mapping) if not any(syms)]
 
     def _bind_scratch(self, keysym: int) -> int:
-        if not self._scratch:
-            raise RuntimeError("the X keymap has no free keycode to type this character")
+        self.require_typeable([keysym])
         for kc, bound in self._scratch.items():
             if bound == keysym:
                 self._scratch.move_to_end(kc)
                 return kc
         kc, _ = self._scratch.popitem(last=False)
-        self.d.change_keyboard_mapping(kc, [(keysym, keysym)])
+        self.display.change_keyboard_mapping(kc, [(keysym, keysym)])
         self._scratch[kc] = keysym
         return kc
 
     def _restore_scratch(self) -> None:
         for kc, bound in self._scratch.items():
             if bound:
-                self.d.change_keyboard_mapping(kc, [(X.NoSymbol, X.NoSymbol)])
-        self.d.flush()
+                self.display.change_keyboard_mapping(kc, [(X.NoSymbol, X.NoSymbol)])
+        self.display.flush()
 
     # ------------------------------------------------------------------ windows (EWMH)
     def client_windows(self) -> list[int]:
@@ -180,7 +303,7 @@ class XConnection:
     def wm_class(self, wid: int) -> tuple[str, str]:
         """(instance, class) of a window, or empty strings if it is gone or has none."""
         try:
-            cls = self.d.create_resource_object("window", wid).get_wm_class()
+            cls = self.display.create_resource_object("window", wid).get_wm_class()
         except error.XError:
             return "", ""
         return cls if cls else ("", "")
@@ -191,13 +314,14 @@ class XConnection:
 
     def is_viewable(self, wid: int) -> bool:
         try:
-            return self.d.create_resource_object("window", wid).get_attributes().map_state == X.IsViewable
+            attributes = self.display.create_resource_object("window", wid).get_attributes()
         except error.XError:
             return False
+        return bool(attributes.map_state == X.IsViewable)
 
     def _client_message(self, wid: int, message: str, data: list[int]) -> None:
         ev = xevent.ClientMessage(
-            window=self.d.create_resource_object("window", wid),
+            window=self.display.create_resource_object("window", wid),
             client_type=self.atom(message),
             data=(32, (data + [0] * 5)[:5]),
         )
@@ -206,7 +330,7 @@ class XConnection:
     def activate(self, wid: int) -> None:
         """Ask the WM to raise and focus a window (source 2 = pager: focus-stealing prevention allows it)."""
         self._client_message(wid, "_NET_ACTIVE_WINDOW", [2, X.CurrentTime, 0])
-        self.d.flush()
+        self.display.flush()
 
     def maximize(self, wid: int) -> None:
         self._client_message(
@@ -214,170 +338,12 @@ class XConnection:
             "_NET_WM_STATE",
             [1, self.atom("_NET_WM_STATE_MAXIMIZED_VERT"), self.atom("_NET_WM_STATE_MAXIMIZED_HORZ"), 2],
         )
-        self.d.flush()
+        self.display.flush()
 
     def show_desktop(self, on: bool = True) -> None:
         self._client_message(self.root.id, "_NET_SHOWING_DESKTOP", [1 if on else 0])
-        self.d.flush()
+        self.display.flush()
 
     def showing_desktop(self) -> bool:
         prop = self.root.get_full_property(self.atom("_NET_SHOWING_DESKTOP"), Xatom.CARDINAL)
         return bool(prop and len(prop.value) and prop.value[0])
-
-
-@dataclass
-class Paste:
-    """Progress of one paste: when the text was handed to a client, and whether it has read it."""
-
-    written_at: float = 0.0
-    consumed: threading.Event = field(default_factory=threading.Event)
-
-
-class Clipboard:
-    """Owns CLIPBOARD (and PRIMARY) on its own X connection and serves paste requests from a thread.
-
-    ``offer(text)`` takes ownership and returns a ``Paste``: ``written`` is set once a client asked for the
-    text and got it, ``consumed`` once it also deleted the property as ICCCM asks (i.e. it has read it),
-    which is how ``paste_text`` knows the paste happened. Large texts go out with the INCR protocol.
-    Only the clipboard thread touches its X connection (python-xlib is not safe to share across threads);
-    ``offer`` hands the text over through a queue and a wake-up pipe.
-    """
-
-    CHUNK = 65536
-
-    def __init__(self, name: str) -> None:
-        self.d = open_display(name)
-        root = self.d.screen().root
-        self.win = root.create_window(-10, -10, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask)
-        atoms = [
-            "CLIPBOARD",
-            "PRIMARY",
-            "TARGETS",
-            "UTF8_STRING",
-            "TEXT",
-            "INCR",
-            "TIMESTAMP",
-            "text/plain;charset=utf-8",
-            "text/plain",
-        ]
-        self.a = {n: self.d.intern_atom(n) for n in atoms}
-        self.a["STRING"] = Xatom.STRING
-        self.d.sync()
-        self._data = b""
-        self._paste = Paste()
-        self._reading: set[tuple[int, int]] = set()  # (requestor, property) written, not yet deleted
-        self._incr: dict[tuple[int, int], memoryview] = {}
-        self._incr_kind = self.a["UTF8_STRING"]
-        self._stop = False
-        self._offers: queue.SimpleQueue[tuple[bytes, threading.Event, threading.Event, list[bool]]] = (
-            queue.SimpleQueue()
-        )
-        self._wake_r, self._wake_w = os.pipe()
-        self._thread = threading.Thread(target=self._serve, name="x11-clipboard", daemon=True)
-        self._thread.start()
-
-    def offer(self, text: str, timeout: float = 2.0) -> Paste:
-        paste, owned, ok = Paste(), threading.Event(), [False]
-        self._offers.put((text.encode("utf-8"), paste, owned, ok))
-        os.write(self._wake_w, b"o")
-        if not owned.wait(timeout) or not ok[0]:
-            raise OSError("could not take ownership of the CLIPBOARD selection")
-        return paste
-
-    def close(self) -> None:
-        self._stop = True
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"q")
-        self._thread.join(timeout=2)
-        with contextlib.suppress(*CONNECTION_ERRORS):
-            self.d.close()
-        for fd in (self._wake_r, self._wake_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    @property
-    def alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def _serve(self) -> None:
-        try:
-            while not self._stop:
-                ready, _, _ = select.select([self.d.fileno(), self._wake_r], [], [], 0.5)
-                if self._wake_r in ready:
-                    os.read(self._wake_r, 64)
-                while not self._offers.empty():
-                    self._own(*self._offers.get_nowait())
-                while self.d.pending_events():
-                    ev = self.d.next_event()
-                    if ev.type == X.SelectionRequest:
-                        self._answer(ev)
-                    elif ev.type == X.PropertyNotify and ev.state == X.PropertyDelete:
-                        self._deleted(ev.window.id, ev.atom)
-        except CONNECTION_ERRORS:
-            return
-
-    def _own(self, data: bytes, paste: Paste, owned: threading.Event, ok: list[bool]) -> None:
-        try:
-            self._data, self._paste, self._incr = data, paste, {}
-            self._reading.clear()
-            for sel in ("CLIPBOARD", "PRIMARY"):
-                self.win.set_selection_owner(self.a[sel], X.CurrentTime)
-            ok[0] = self.d.get_selection_owner(self.a["CLIPBOARD"]) == self.win
-        finally:
-            owned.set()
-
-    def _answer(self, ev: xevent.SelectionRequest) -> None:
-        prop = ev.property or ev.target
-        requestor = ev.requestor
-        a = self.a
-        text_targets = (a["UTF8_STRING"], a["TEXT"], a["text/plain;charset=utf-8"])
-        try:
-            if ev.target == a["TARGETS"]:
-                targets = [a["TARGETS"], a["TIMESTAMP"], *text_targets, a["STRING"], a["text/plain"]]
-                requestor.change_property(prop, Xatom.ATOM, 32, targets)
-            elif ev.target == a["TIMESTAMP"]:
-                requestor.change_property(prop, Xatom.INTEGER, 32, [X.CurrentTime])
-            elif ev.target in (*text_targets, a["STRING"], a["text/plain"]):
-                data = self._data
-                if ev.target in (a["STRING"], a["text/plain"]):
-                    data = data.decode("utf-8").encode("latin-1", "replace")
-                kind = a["UTF8_STRING"] if ev.target != a["STRING"] else a["STRING"]
-                if len(data) > self.CHUNK:
-                    requestor.change_attributes(event_mask=X.PropertyChangeMask)
-                    self._incr[(requestor.id, prop)] = memoryview(data)
-                    self._incr_kind = kind
-                    requestor.change_property(prop, a["INCR"], 32, [len(data)])
-                else:
-                    requestor.change_attributes(event_mask=X.PropertyChangeMask)
-                    self._reading.add((requestor.id, prop))
-                    requestor.change_property(prop, kind, 8, data)
-                    self._paste.written_at = time.monotonic()
-            else:
-                prop = X.NONE
-        except error.XError:
-            prop = X.NONE
-        notify = xevent.SelectionNotify(
-            time=ev.time, requestor=requestor, selection=ev.selection, target=ev.target, property=prop
-        )
-        requestor.send_event(notify)
-        self.d.flush()
-
-    def _deleted(self, window: int, prop: int) -> None:
-        win = self.d.create_resource_object("window", window)
-        if (window, prop) in self._reading:  # the requestor has read the text
-            self._reading.discard((window, prop))
-            win.change_attributes(event_mask=0)
-            self._paste.consumed.set()
-            return
-        rest = self._incr.get((window, prop))
-        if rest is None:
-            return
-        chunk, rest = rest[: self.CHUNK], rest[self.CHUNK :]
-        win.change_property(prop, self._incr_kind, 8, bytes(chunk))
-        if len(chunk):
-            self._incr[(window, prop)] = rest
-        else:
-            del self._incr[(window, prop)]
-            win.change_attributes(event_mask=0)
-            self._paste.consumed.set()
-        self.d.flush()

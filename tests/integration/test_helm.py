@@ -81,8 +81,12 @@ def test_defaults_one_desktop_with_its_volumes_ports_and_probes(helm_env: dict[s
     c = container(objects)
     assert c["image"] == f"deskpilot:{__version__}"
     assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"desktop": 9990, "agent": 9991, "ui": 9992}
-    for probe, port in (("startupProbe", "agent"), ("readinessProbe", "ui"), ("livenessProbe", "desktop")):
-        assert c[probe]["httpGet"] == {"path": "/health", "port": port}, probe
+    for probe, path, port in (
+        ("startupProbe", "/health", "agent"),
+        ("readinessProbe", "/health", "desktop"),  # 503 while the display is degraded
+        ("livenessProbe", "/health/live", "desktop"),  # a lost display must not restart the pod
+    ):
+        assert c[probe]["httpGet"] == {"path": path, "port": port}, probe
     assert {m["mountPath"] for m in c["volumeMounts"]} == {"/home/user", "/var/lib/deskpilot", "/dev/shm"}
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
     assert volumes["shm"]["emptyDir"]["medium"] == "Memory"

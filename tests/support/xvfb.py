@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -57,9 +59,23 @@ def _terminate(proc: subprocess.Popen) -> None:
         proc.wait(timeout=5)
 
 
-def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24) -> Display:
-    """Start Xvfb with -displayfd so it picks a free display number (never clashes with :0 or a neighbour)."""
+def start_xvfb(
+    width: int = 1920,
+    height: int = 1080,
+    depth: int = 24,
+    extra_args: Sequence[str] = (),
+    user: str | None = None,
+) -> Display:
+    """Start Xvfb with -displayfd so it picks a free display number (never clashes with :0 or a neighbour).
+
+    ``extra_args`` go to Xvfb as they are (``["-extension", "MIT-SHM"]`` takes an extension away); ``user``
+    runs it as that user (the test must run as root then).
+    """
     read_fd, write_fd = os.pipe()
+    creds: dict[str, Any] = {}
+    if user is not None:
+        entry = pwd.getpwnam(user)
+        creds = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
     proc = subprocess.Popen(
         [
             "Xvfb",
@@ -73,11 +89,13 @@ def start_xvfb(width: int = 1920, height: int = 1080, depth: int = 24) -> Displa
             "-noreset",
             "+extension",
             "XTEST",
+            *extra_args,
         ],
         pass_fds=(write_fd,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        **creds,
     )
     os.close(write_fd)
     with os.fdopen(read_fd) as pipe:

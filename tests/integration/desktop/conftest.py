@@ -8,19 +8,24 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from Xlib import X, Xatom
 from Xlib import display as xdisplay
-from Xlib.error import XError
+from Xlib.error import ConnectionClosedError, XError
 
 from app.config import DesktopSettings
 from app.desktop.api import create_app
@@ -60,7 +65,8 @@ class XReader:
         self.root = self.d.screen().root
 
     def close(self) -> None:
-        self.d.close()
+        with suppress(ConnectionClosedError):  # the test may have stopped the display
+            self.d.close()
 
     def pointer(self) -> tuple[int, int]:
         p = self.root.query_pointer()
@@ -123,16 +129,51 @@ class Desktop:
         return data
 
 
-@pytest.fixture(scope="session")
-def desktop(display: Display) -> Iterator[Desktop]:
-    settings = DesktopSettings(display=display.name, max_file_bytes=MAX_FILE_BYTES, app_timeout=90)
-    controller = DesktopController(settings)
+@contextmanager
+def serve(display: Display, **settings: Any) -> Iterator[Desktop]:
+    """The desktop service on ``display`` over real HTTP, with ``settings`` over the tests' defaults."""
+    config = DesktopSettings(
+        **{"display": display.name, "max_file_bytes": MAX_FILE_BYTES, "app_timeout": 90, **settings}
+    )
+    controller = DesktopController(config)
     reader = XReader(display.name)
-    with ServerThread(create_app(controller=controller)) as server, httpx.Client(timeout=120) as http:
-        yield Desktop(server.url, http, controller, display, reader)
-    for proc in controller.launched().values():
-        stop_process(proc)
-    reader.close()
+    try:
+        with (
+            ServerThread(create_app(config, controller)) as server,
+            httpx.Client(base_url=server.url, timeout=120) as http,
+        ):
+            yield Desktop(server.url, http, controller, display, reader)
+    finally:
+        for proc in controller.launched().values():
+            stop_process(proc)
+        reader.close()
+
+
+@pytest.fixture(scope="session")
+def desktop_home() -> Iterator[Path]:
+    """The desktop user's home for the tests, instead of their real one: programs that ``application``
+    starts keep their settings there, and file actions land in its Desktop. The service acts in it with
+    that user's rights when it runs as root, so it is theirs, outside pytest's 0700 temporary root."""
+    home = Path(tempfile.mkdtemp(prefix="deskpilot-desktop-home-"))
+    (home / "Desktop").mkdir()
+    for path in (home, home / "Desktop"):
+        path.chmod(0o755)
+        if os.geteuid() == 0:
+            user = pwd.getpwnam(DesktopSettings().user)
+            os.chown(path, user.pw_uid, user.pw_gid)
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def files_dir(desktop_home: Path) -> Path:
+    return desktop_home / "Desktop"
+
+
+@pytest.fixture(scope="session")
+def desktop(display: Display, desktop_home: Path, files_dir: Path) -> Iterator[Desktop]:
+    with serve(display, home=desktop_home, files_dir=files_dir) as desktop:
+        yield desktop
 
 
 @dataclass

@@ -30,6 +30,14 @@ def _runs_as_desktop_user(desktop: Desktop, identifier: str) -> None:
         assert psutil.Process(proc.pid).uids().real == pwd.getpwnam(desktop.controller.settings.user).pw_uid
 
 
+def test_started_programs_live_in_the_configured_home(desktop: Desktop, desktop_home: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("as root the service starts programs as the desktop user, in DESKTOP_HOME")
+    _switch(desktop, "terminal")
+    process = psutil.Process(desktop.controller.launched()["terminal"].pid)
+    assert process.environ()["HOME"] == str(desktop_home) and process.cwd() == str(desktop_home)
+
+
 def test_application_launches_activates_and_shows_the_desktop(desktop: Desktop) -> None:
     for identifier in ("terminal", "code_editor", "directory"):
         _switch(desktop, identifier)

@@ -9,6 +9,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -24,7 +25,6 @@ from app.computer.tools import TOOLS
 from app.config import DesktopSettings
 from app.desktop import mcp_fastpath
 from app.desktop.api import create_app
-from app.desktop.files import DesktopUser
 from tests.support.net import ServerThread
 from tests.support.xvfb import Display
 
@@ -32,8 +32,10 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def desktop(display: Display) -> Iterator[str]:
-    settings = DesktopSettings(display=display.name, mcp_allowed_hosts=["desktop.example"])
+def desktop(display: Display, files_dir: Path) -> Iterator[str]:
+    settings = DesktopSettings(
+        display=display.name, mcp_allowed_hosts=["desktop.example"], files_dir=files_dir
+    )
     with ServerThread(create_app(settings)) as server:
         yield server.url
 
@@ -83,9 +85,9 @@ async def test_screenshot_is_png_image_content(desktop: str, transport: str) -> 
     assert Image.open(io.BytesIO(base64.b64decode(small.content[0].data))).size == (960, 540)
 
 
-async def test_writes_and_reads_a_file_as_an_embedded_resource(desktop: str) -> None:
+async def test_writes_and_reads_a_file_as_an_embedded_resource(desktop: str, files_dir: Path) -> None:
     payload = "héllo from MCP\n".encode()
-    name = f"mcp-note-{uuid.uuid4().hex[:8]}.txt"  # on the real ~/Desktop of the desktop user
+    name = f"mcp-note-{uuid.uuid4().hex[:8]}.txt"  # relative: in the service's files directory
     try:
         async with Client(sse_client(f"{desktop}/mcp")) as client:
             data = base64.b64encode(payload).decode()
@@ -93,11 +95,11 @@ async def test_writes_and_reads_a_file_as_an_embedded_resource(desktop: str) -> 
             assert not wrote.is_error, wrote.content
             read = await client.call_tool("computer_read_file", {"path": name})
     finally:
-        DesktopUser.lookup("user").home.joinpath("Desktop", name).unlink(missing_ok=True)
+        (files_dir / name).unlink(missing_ok=True)
     resource = next(c for c in read.content if c.type == "resource").resource
     assert base64.b64decode(resource.blob) == payload
     assert resource.mime_type == "text/plain"
-    assert resource.uri == f"file:///home/user/Desktop/{name}"
+    assert resource.uri == f"file://{files_dir}/{name}"
 
 
 @pytest.mark.parametrize(

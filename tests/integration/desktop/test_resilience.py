@@ -61,6 +61,7 @@ def test_display_loss_answers_503_then_reconnects_without_a_restart() -> None:
             assert http.get(f"{server.url}/health").json() | {"version": 0} == {
                 "status": "ok",
                 "display": True,
+                "capture": "shm",
                 "version": 0,
             }
     finally:

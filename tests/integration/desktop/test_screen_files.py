@@ -45,7 +45,7 @@ def test_screenshot_options_downscale_and_change_the_format(desktop: Desktop, fm
 
 @pytest.fixture
 def desktop_dir(desktop: Desktop):
-    """A unique directory under the desktop user's ~/Desktop (removed afterwards)."""
+    """A unique directory in the service's files directory (removed afterwards)."""
     name = f"deskpilot-test-{uuid.uuid4().hex[:8]}"
     yield name, desktop.controller.files.root / name
     shutil.rmtree(desktop.controller.files.root / name, ignore_errors=True)
@@ -71,6 +71,15 @@ def test_files_round_trip_as_the_desktop_user_with_mode_0644(desktop: Desktop, d
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 32).decode()
     desktop.act(action="write_file", path=str(path / "image"), data=png)
     assert desktop.act(action="read_file", path=str(path / "image"))["mediaType"] == "image/png"
+
+
+def test_file_actions_of_the_tests_stay_out_of_the_real_home(desktop: Desktop, files_dir: Path) -> None:
+    name = f"deskpilot-test-{uuid.uuid4().hex[:8]}.txt"
+    body = desktop.act(action="write_file", path=name, data=base64.b64encode(b"private").decode())
+    assert (files_dir / name).read_bytes() == b"private" and str(files_dir / name) in body["message"]
+    real_home = Path(pwd.getpwnam(desktop.controller.settings.user).pw_dir)
+    assert not (files_dir / name).resolve().is_relative_to(real_home)
+    (files_dir / name).unlink()
 
 
 def test_files_use_only_the_desktop_users_rights(desktop: Desktop) -> None:

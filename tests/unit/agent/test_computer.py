@@ -62,3 +62,11 @@ async def test_a_refused_action_is_an_error_result_not_a_retry() -> None:
     out = await c.run("type_keys", {"keys": ["ctrl"]})
     assert out.is_error and "400" in out.content[0]["text"]
     assert len(c.desktop.calls) == 1
+
+
+@pytest.mark.anyio
+async def test_a_desktop_time_out_is_an_error_result_not_a_retry() -> None:
+    c = Computer(OldDesktop(failures=1, status=504), AgentSettings())
+    out = await c.run("application", {"application": "browser"})
+    assert out.is_error and "504" in out.content[0]["text"]
+    assert len(c.desktop.calls) == 1
