@@ -22,6 +22,9 @@ import orjson
 
 # Attributes every LogRecord has; anything else on a record came from ``extra`` and is a field.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+# What libraries hang on records for their own handlers: uvicorn's coloured copy of the message, LiteLLM's
+# redaction marker.
+_FOREIGN = {"color_message", "litellm_redacted"}
 _SECRET_NAME = re.compile(r"(_KEY|_TOKEN|_SECRET|PASSWORD)$|^DESKPILOT_TOKEN$", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"://[^:/@]+:([^@]+)@")
 _BARE = re.compile(r"^[\w.:/@+-]+$")
@@ -56,7 +59,11 @@ class Formatter(logging.Formatter):
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{ms:03d}Z"
 
     def format(self, record: logging.LogRecord) -> str:
-        fields = {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+        fields = {
+            k: v
+            for k, v in vars(record).items()
+            if k not in _STANDARD and k not in _FOREIGN and not k.startswith("_")
+        }
         message = record.getMessage()
         if record.exc_info:
             message += "\n" + self.formatException(record.exc_info)

@@ -1,4 +1,4 @@
-"""The layout holds: each package imports only what sits below it.
+"""The layout holds: each package imports only what sits below it, and modules and functions stay small.
 
 app.computer   the contract          imports nothing of the services
 app.desktop    port 9990             the contract
@@ -30,6 +30,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "app.ui": ("app.computer", "app.ui", "app.tasks.types", *SHARED),
 }
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
 
 
 def modules() -> list[Path]:
@@ -76,3 +79,13 @@ def test_the_contract_loads_without_x_or_a_web_server() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(APP.parent)))
+def test_modules_and_functions_stay_small(path: Path) -> None:
+    source = path.read_text()
+    assert source.count("\n") < MAX_MODULE_LINES, f"{path.name} has {source.count(chr(10))} lines"
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            assert length <= MAX_FUNCTION_LINES, f"{node.name} in {path.name} has {length} lines"

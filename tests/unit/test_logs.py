@@ -44,3 +44,8 @@ def test_secret_values_from_the_environment_never_reach_a_line() -> None:
         record("calling with %s and %s", env["ANTHROPIC_API_KEY"], env["DATABASE_URL"], t="tok-abcdefgh")
     )
     assert "sk-ant" not in line and "s3cret" not in line and "tok-abcdefgh" not in line and "***" in line
+
+
+def test_what_libraries_hang_on_records_is_not_a_field() -> None:
+    line = Formatter(secrets=[]).format(record("GET /", color_message="\x1b[1mGET /", litellm_redacted=object()))
+    assert line.endswith("GET /")
