@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 sys.path.insert(0, str(ROOT))
 
-from app.agent.computer import Computer  # noqa: E402
-from app.agent.executor import AgentExecutor  # noqa: E402
+from deskpilot.agent.computer import Computer  # noqa: E402
+from deskpilot.agent.executor import AgentExecutor  # noqa: E402
 from tests.integration.agent.harness import loop_settings, serve_agent  # noqa: E402
 from tests.support.net import free_port, wait_http  # noqa: E402
 from tests.support.xvfb import start_window_manager, start_xvfb  # noqa: E402
@@ -108,7 +108,7 @@ def main() -> None:
         with (
             tempfile.TemporaryDirectory() as tmp,
             service(
-                [PY, "-m", "uvicorn", "--factory", "app.desktop.api:create_app", "--port", str(dport)],
+                [PY, "-m", "uvicorn", "--factory", "deskpilot.desktop.api:create_app", "--port", str(dport)],
                 f"http://127.0.0.1:{dport}/health",
                 {"DESKTOP_DISPLAY": display.name},
             ),

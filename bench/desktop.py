@@ -30,8 +30,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.config import DesktopSettings
-from app.desktop.controller import DesktopController
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop.controller import DesktopController
 from tests.support.net import free_port, wait_http
 from tests.support.timing import timed
 from tests.support.xvfb import start_window_manager, start_xvfb
@@ -94,7 +94,7 @@ def main() -> None:
                 "-m",
                 "uvicorn",
                 "--factory",
-                "app.desktop.api:create_app",
+                "deskpilot.desktop.api:create_app",
                 "--port",
                 str(port),
                 "--workers",

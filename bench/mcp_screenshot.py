@@ -121,7 +121,7 @@ def main() -> None:
         port = free_port()
         env = {**os.environ, "DESKTOP_DISPLAY": display.name}
         server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "app.desktop.api:create_app",
+            [sys.executable, "-m", "uvicorn", "--factory", "deskpilot.desktop.api:create_app",
              "--port", str(port), "--log-level", "warning"],
             cwd=ROOT, env=env, start_new_session=True,  # its own group, so display.stop() ends it
         )  # fmt: skip

@@ -142,7 +142,11 @@ def sequential_boot() -> float:
             lambda: _port_open(vnc),
         ),
     ]
-    factories = ("app.desktop.api:create_app", "app.tasks.app:create_app", "app.ui.server:create_app")
+    factories = (
+        "deskpilot.desktop.api:create_app",
+        "deskpilot.tasks.app:create_app",
+        "deskpilot.ui.server:create_app",
+    )
     for factory, port in zip(factories, ports, strict=True):
         steps.append(
             ([str(venv / "uvicorn"), "--factory", factory, "--port", str(port)], lambda p=port: _healthy(p))

@@ -32,13 +32,13 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
-from app.config import TaskSettings  # noqa: E402
-from app.tasks.app import create_app  # noqa: E402
-from app.tasks.executor import TaskContext  # noqa: E402
-from app.tasks.models import Task, utcnow  # noqa: E402
-from app.tasks.store import Store  # noqa: E402
-from app.tasks.types import TaskPriority  # noqa: E402
-from app.tasks.worker import Worker  # noqa: E402
+from deskpilot.config import TaskSettings  # noqa: E402
+from deskpilot.tasks.app import create_app  # noqa: E402
+from deskpilot.tasks.executor import TaskContext  # noqa: E402
+from deskpilot.tasks.models import Task, utcnow  # noqa: E402
+from deskpilot.tasks.store import Store  # noqa: E402
+from deskpilot.tasks.types import TaskPriority  # noqa: E402
+from deskpilot.tasks.worker import Worker  # noqa: E402
 from tests.support.net import ServerThread, free_port  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 from tests.support.timing import timed  # noqa: E402
@@ -84,7 +84,7 @@ async def _naive_list(url: str, n: int) -> list[float]:
     """Baseline: every task loaded and sorted in Python, then the first 100 kept."""
     from sqlalchemy import select
 
-    from app.tasks.schemas import task_json
+    from deskpilot.tasks.schemas import task_json
 
     store = await Store.open(url, migrate=False)
     out = []

@@ -39,8 +39,8 @@ export DESKPILOT_HOME=${DESKPILOT_HOME:-$(getent passwd "$DESKPILOT_USER" | cut 
 if [[ $(id -u) -ne 0 ]]; then
   log "run me as root (sudo make run): supervisord starts the programs as '$DESKPILOT_USER' itself"
   exit 1
-elif (cd / && runuser -u "$DESKPILOT_USER" -- "$DESKPILOT_VENV/bin/python" -c 'import app' 2>/dev/null) \
-  && runuser -u "$DESKPILOT_USER" -- test -r "$here/app/__init__.py"; then
+elif (cd / && runuser -u "$DESKPILOT_USER" -- "$DESKPILOT_VENV/bin/python" -c 'import deskpilot' 2>/dev/null) \
+  && runuser -u "$DESKPILOT_USER" -- test -r "$here/deskpilot/__init__.py"; then
   export DESKPILOT_SERVICE_USER=$DESKPILOT_USER
 else
   export DESKPILOT_SERVICE_USER=root

@@ -135,7 +135,7 @@ def test_a_fresh_home_gets_the_home_layout(appliance: Appliance) -> None:
 
 
 def _readable_by_user(path: Path) -> bool:
-    probe = ["runuser", "-u", "user", "--", "test", "-r", str(path / "app" / "__init__.py")]
+    probe = ["runuser", "-u", "user", "--", "test", "-r", str(path / "deskpilot" / "__init__.py")]
     return subprocess.run(probe).returncode == 0
 
 

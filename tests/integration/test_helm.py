@@ -13,7 +13,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app import __version__
+from deskpilot import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "deskpilot"

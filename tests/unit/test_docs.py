@@ -10,7 +10,7 @@ import pytest
 from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 
-from app.config import PROVIDERS, AgentSettings, DesktopSettings, TaskSettings, UISettings
+from deskpilot.config import PROVIDERS, AgentSettings, DesktopSettings, TaskSettings, UISettings
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -106,7 +106,7 @@ def settings_variables(cls: type[BaseSettings]) -> set[str]:
 def script_variables() -> set[str]:
     """What the launcher and the log configuration read from the environment besides the settings classes."""
     launcher = (ROOT / "scripts" / "appliance.sh").read_text()
-    logs = (ROOT / "app" / "logs.py").read_text()
+    logs = (ROOT / "deskpilot" / "logs.py").read_text()
     return set(re.findall(r"export (\w+)=\$\{\1:-", launcher)) | set(
         re.findall(r"os\.environ\.get\(\"(\w+)\"", logs)
     )
@@ -159,7 +159,7 @@ CITED = (
     "notes/" + "packaging",
 )
 CITATION = re.compile("|".join(re.escape(c) for c in CITED))
-SOURCES = ("app", "tests", "scripts", "bench", "helm", "docs")
+SOURCES = ("deskpilot", "tests", "scripts", "bench", "helm", "docs")
 
 
 def test_nothing_cites_files_outside_the_repository() -> None:

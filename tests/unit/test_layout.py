@@ -1,10 +1,10 @@
 """The layout holds: each package imports only what sits below it, and modules and functions stay small.
 
-app.computer   the contract          imports nothing of the services
-app.desktop    port 9990             the contract
-app.tasks      port 9991             the contract (its client); never the agent loop: it loads it by name
-app.agent      the loop, a plug-in   the contract, the task service's plug-in interface and vocabulary
-app.ui         port 9992             the contract, the task API's vocabulary
+computer   the contract          imports nothing of the services
+desktop    port 9990             the contract
+tasks      port 9991             the contract (its client); never the agent loop: it loads it by name
+agent      the loop, a plug-in   the contract, the task service's plug-in interface and vocabulary
+ui         port 9992             the contract, the task API's vocabulary
 """
 
 from __future__ import annotations
@@ -14,21 +14,28 @@ from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parents[2] / "app"
-SHARED = ("app", "app.config", "app.errors", "app.web", "app.bridge", "app.logs")
+APP = Path(__file__).resolve().parents[2] / "deskpilot"
+SHARED = (
+    "deskpilot",
+    "deskpilot.config",
+    "deskpilot.errors",
+    "deskpilot.web",
+    "deskpilot.bridge",
+    "deskpilot.logs",
+)
 ALLOWED: dict[str, tuple[str, ...]] = {
-    "app.computer": ("app.computer", "app.errors"),
-    "app.desktop": ("app.computer", "app.desktop", *SHARED),
-    "app.tasks": ("app.computer", "app.tasks", *SHARED),
-    "app.agent": (
-        "app.computer",
-        "app.agent",
-        "app.tasks.types",
-        "app.tasks.executor",
-        "app.tasks.models",
+    "deskpilot.computer": ("deskpilot.computer", "deskpilot.errors"),
+    "deskpilot.desktop": ("deskpilot.computer", "deskpilot.desktop", *SHARED),
+    "deskpilot.tasks": ("deskpilot.computer", "deskpilot.tasks", *SHARED),
+    "deskpilot.agent": (
+        "deskpilot.computer",
+        "deskpilot.agent",
+        "deskpilot.tasks.types",
+        "deskpilot.tasks.executor",
+        "deskpilot.tasks.models",
         *SHARED,
     ),
-    "app.ui": ("app.computer", "app.ui", "app.tasks.types", *SHARED),
+    "deskpilot.ui": ("deskpilot.computer", "deskpilot.ui", "deskpilot.tasks.types", *SHARED),
 }
 
 MAX_MODULE_LINES = 400
@@ -51,7 +58,7 @@ def imported(tree: ast.AST) -> set[str]:
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-    return {n for n in names if n == "app" or n.startswith("app.")}
+    return {n for n in names if n == "deskpilot" or n.startswith("deskpilot.")}
 
 
 def within(name: str, prefixes: tuple[str, ...]) -> bool:
@@ -73,7 +80,9 @@ def test_the_contract_loads_without_x_or_a_web_server() -> None:
     import sys
 
     code = (
-        "import sys, app.computer.actions, app.computer.tools, app.computer.client, app.computer.geometry\n"
+        "import sys\n"
+        "import deskpilot.computer.actions, deskpilot.computer.client, deskpilot.computer.geometry\n"
+        "import deskpilot.computer.tools\n"
         "bad = [m for m in ('Xlib', 'fastapi', 'starlette', 'sqlalchemy', 'litellm') if m in sys.modules]\n"
         "sys.exit(','.join(bad) or 0)"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from app.logs import Formatter, secret_values
+from deskpilot.logs import Formatter, secret_values
 
 
 def record(msg: str, *args: object, **extra: object) -> logging.LogRecord:
@@ -47,5 +47,7 @@ def test_secret_values_from_the_environment_never_reach_a_line() -> None:
 
 
 def test_what_libraries_hang_on_records_is_not_a_field() -> None:
-    line = Formatter(secrets=[]).format(record("GET /", color_message="\x1b[1mGET /", litellm_redacted=object()))
+    line = Formatter(secrets=[]).format(
+        record("GET /", color_message="\x1b[1mGET /", litellm_redacted=object())
+    )
     assert line.endswith("GET /")

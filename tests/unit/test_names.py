@@ -8,7 +8,7 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-APP = Path(__file__).resolve().parents[2] / "app"
+APP = Path(__file__).resolve().parents[2] / "deskpilot"
 SPELLED_OUT = ("agent", "tasks", "ui")
 ALLOWED = {"_", "x", "y"}
 

@@ -115,7 +115,7 @@ def test_programs_get_the_session_environment_and_x_clients_wait_for_the_display
 
 def test_launchers_run_the_same_commands_as_the_desktop_service() -> None:
     """The Desktop icons and `POST /computer-use {"action": "application"}` start the same programs."""
-    from app.desktop.apps import APPLICATIONS
+    from deskpilot.desktop.apps import APPLICATIONS
 
     assert {p.stem for p in LAUNCHERS} == set(APPLICATIONS)
     for p in LAUNCHERS:

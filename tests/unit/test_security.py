@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.config import SecuritySettings
-from app.security import Credentials, Guard, Policy, digest, host_name, policy_for, session_value
+from deskpilot.config import SecuritySettings
+from deskpilot.security import Credentials, Guard, Policy, digest, host_name, policy_for, session_value
 
 TOKEN = "tok-0123456789abcdef"
 

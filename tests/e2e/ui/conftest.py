@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from app.config import DesktopSettings
-from app.desktop.api import create_app as desktop_app
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop.api import create_app as desktop_app
 from tests.support.browser import launch_chromium
 from tests.support.desktop_files import private_files_dir
 from tests.support.net import ServerThread

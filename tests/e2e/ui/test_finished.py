@@ -12,11 +12,11 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from app.config import TaskSettings, UISettings
-from app.tasks.app import create_app as agent_app
-from app.tasks.executor import TaskContext
-from app.tasks.types import TaskStatus
-from app.ui.server import create_app as ui_app
+from deskpilot.config import TaskSettings, UISettings
+from deskpilot.tasks.app import create_app as agent_app
+from deskpilot.tasks.executor import TaskContext
+from deskpilot.tasks.types import TaskStatus
+from deskpilot.ui.server import create_app as ui_app
 from tests.support.browser import PageErrors
 from tests.support.net import ServerThread, free_port
 from tests.support.timing import wait_until

@@ -19,8 +19,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from app.config import UISettings
-from app.ui.server import create_app as ui_app
+from deskpilot.config import UISettings
+from deskpilot.ui.server import create_app as ui_app
 from tests.fakes.llm_server import Request, ScriptedLLM, Step, text, tool
 from tests.integration.agent.harness import loop_settings, serve_agent
 from tests.support.browser import PageErrors

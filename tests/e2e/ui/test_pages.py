@@ -19,9 +19,9 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Browser, Page, expect
 
-from app.config import TaskSettings, UISettings
-from app.tasks.app import create_app as agent_app
-from app.ui.server import create_app as ui_app
+from deskpilot.config import TaskSettings, UISettings
+from deskpilot.tasks.app import create_app as agent_app
+from deskpilot.ui.server import create_app as ui_app
 from tests.support.browser import PageErrors
 from tests.support.firefox import Firefox
 from tests.support.net import ServerThread, free_port

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.config import DesktopSettings
+from deskpilot.config import DesktopSettings
 from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
 from tests.fakes.llm_server import ScriptedLLM
 from tests.support.desktop_files import private_files_dir
@@ -54,7 +54,7 @@ def desktop_files() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def desktop_url(loop_display: Display, desktop_files: Path) -> Iterator[str]:
     """The real desktop service on that Xvfb, over real HTTP."""
-    from app.desktop.api import create_app
+    from deskpilot.desktop.api import create_app
 
     settings = DesktopSettings(display=loop_display.name, files_dir=desktop_files)
     with ServerThread(create_app(settings)) as server:

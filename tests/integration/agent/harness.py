@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
-from app.agent.executor import AgentExecutor
-from app.config import MODEL_VARIABLES, PROVIDERS, AgentSettings, TaskSettings
-from app.tasks.app import create_app
+from deskpilot.agent.executor import AgentExecutor
+from deskpilot.config import MODEL_VARIABLES, PROVIDERS, AgentSettings, TaskSettings
+from deskpilot.tasks.app import create_app
 from tests.support.net import ServerThread, free_port, wait_http
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -144,7 +144,7 @@ class ServiceProcess:
 
 @contextlib.contextmanager
 def service_process(tmp_path: Path, **variables: str) -> Iterator[ServiceProcess]:
-    """``uvicorn --factory app.tasks.app:create_app`` with these AGENT_* variables (names without the
+    """``uvicorn --factory deskpilot.tasks.app:create_app`` with these AGENT_* variables (names without the
     prefix, e.g. ``openai_base_url=...``) and none of the machine's own model settings."""
     ours = {*MODEL_VARIABLES, *(p.model_var for p in PROVIDERS), "DATABASE_URL"}
     env = {
@@ -153,7 +153,15 @@ def service_process(tmp_path: Path, **variables: str) -> Iterator[ServiceProcess
     env.update({f"AGENT_{k.upper()}": v for k, v in variables.items()})
     port = free_port()
     log = tmp_path / f"service-{port}.log"
-    argv = [sys.executable, "-m", "uvicorn", "--factory", "app.tasks.app:create_app", "--port", str(port)]
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "deskpilot.tasks.app:create_app",
+        "--port",
+        str(port),
+    ]
     with log.open("wb") as stderr:
         proc = subprocess.Popen(
             argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True

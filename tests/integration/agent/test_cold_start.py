@@ -68,10 +68,10 @@ def test_the_api_answers_while_the_first_task_loads_litellm(
     assert scripted_llm.requests[0].headers["authorization"] == f"Bearer {KEY}"
     log = service.log.read_text()
     for line in (
-        f"INFO app.tasks.lifecycle task created task={task['id']} status=PENDING priority=MEDIUM",
-        f"INFO app.tasks.lifecycle task claimed task={task['id']} status=IN_PROGRESS",
-        f"INFO app.agent.executor agent step task={task['id']} step=1 tools=set_task_status",
-        f"INFO app.tasks.lifecycle task finished task={task['id']} status=COMPLETED",
+        f"INFO deskpilot.tasks.lifecycle task created task={task['id']} status=PENDING priority=MEDIUM",
+        f"INFO deskpilot.tasks.lifecycle task claimed task={task['id']} status=IN_PROGRESS",
+        f"INFO deskpilot.agent.executor agent step task={task['id']} step=1 tools=set_task_status",
+        f"INFO deskpilot.tasks.lifecycle task finished task={task['id']} status=COMPLETED",
     ):
         assert line in log, log
     assert KEY not in log

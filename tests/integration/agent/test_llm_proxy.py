@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from app.agent.llm import LLM, LLMRejected
-from app.config import AgentSettings
+from deskpilot.agent.llm import LLM, LLMRejected
+from deskpilot.config import AgentSettings
 from tests.fakes.llm_proxy import LiteLLMProxy
 from tests.fakes.llm_server import ScriptedLLM, text, tool
 

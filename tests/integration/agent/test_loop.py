@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.computer.actions import ACTION_MODELS
-from app.logs import Formatter
-from app.tasks.store import Store
+from deskpilot.computer.actions import ACTION_MODELS
+from deskpilot.logs import Formatter
+from deskpilot.tasks.store import Store
 from tests.fakes.llm_proxy import LiteLLMProxy
 from tests.fakes.llm_server import Request, ScriptedLLM, Step, fail, text, tool
 from tests.integration.agent.harness import (
@@ -129,7 +129,7 @@ def agent_log(caplog: pytest.LogCaptureFixture, task_id: str) -> list[dict[str, 
     return [
         {**vars(r), "message": r.getMessage(), "level": r.levelname}
         for r in caplog.records
-        if r.name == "app.agent.executor" and getattr(r, "task", None) == task_id
+        if r.name == "deskpilot.agent.executor" and getattr(r, "task", None) == task_id
     ]
 
 

@@ -27,9 +27,9 @@ from Xlib import X, Xatom
 from Xlib import display as xdisplay
 from Xlib.error import ConnectionClosedError, XError
 
-from app.config import DesktopSettings
-from app.desktop.api import create_app
-from app.desktop.controller import DesktopController
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop.api import create_app
+from deskpilot.desktop.controller import DesktopController
 from tests.support.net import ServerThread
 from tests.support.timing import wait_until
 from tests.support.xvfb import Display

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.desktop.apps import APPLICATIONS, matches
+from deskpilot.desktop.apps import APPLICATIONS, matches
 from tests.integration.desktop.conftest import Desktop, stop_process, wait_for
 
 

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis.generation import GenerationMode
 
-from app.config import DesktopSettings
-from app.desktop.api import create_app
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop.api import create_app
 from tests.support.net import ServerThread
 from tests.support.xvfb import start_window_manager, start_xvfb
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from app import __version__
+from deskpilot import __version__
 from tests.integration.desktop.conftest import Desktop, serve, wait_for
 from tests.support.xvfb import start_xvfb
 

@@ -19,12 +19,12 @@ from mcp.server import _streamable_http_modern
 from PIL import Image
 from sse_starlette.event import ServerSentEvent
 
-from app import __version__
-from app.computer.actions import ACTION_MODELS
-from app.computer.tools import TOOLS
-from app.config import DesktopSettings
-from app.desktop import mcp_fastpath
-from app.desktop.api import create_app
+from deskpilot import __version__
+from deskpilot.computer.actions import ACTION_MODELS
+from deskpilot.computer.tools import TOOLS
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop import mcp_fastpath
+from deskpilot.desktop.api import create_app
 from tests.support.net import ServerThread
 from tests.support.xvfb import Display
 

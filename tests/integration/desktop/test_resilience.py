@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from app.config import DesktopSettings
-from app.desktop.api import create_app
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop.api import create_app
 from tests.integration.desktop.conftest import stop_process, wait_for
 from tests.support.net import ServerThread
 from tests.support.xvfb import start_xvfb

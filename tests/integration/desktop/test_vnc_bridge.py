@@ -13,9 +13,9 @@ import pytest
 import websockets
 from fastapi import FastAPI
 
-from app.config import DesktopSettings
-from app.desktop import vnc
-from app.desktop.api import create_app
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop import vnc
+from deskpilot.desktop.api import create_app
 from tests.support.net import ServerThread, free_port
 from tests.support.xvfb import Display
 

@@ -10,10 +10,10 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from app.config import TaskSettings
-from app.tasks.app import create_app
-from app.tasks.executor import Executor
-from app.tasks.store import Store
+from deskpilot.config import TaskSettings
+from deskpilot.tasks.app import create_app
+from deskpilot.tasks.executor import Executor
+from deskpilot.tasks.store import Store
 from tests.support.net import ServerThread, free_port
 from tests.support.postgres import PostgresServer
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from app.tasks.executor import TaskContext
-from app.tasks.types import TaskStatus
+from deskpilot.tasks.executor import TaskContext
+from deskpilot.tasks.types import TaskStatus
 
 
 class ScriptedExecutor:

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from app.tasks.executor import UnavailableExecutor
-from app.tasks.leases import Leases
+from deskpilot.tasks.executor import UnavailableExecutor
+from deskpilot.tasks.leases import Leases
 from tests.integration.tasks.conftest import NO_DESKTOP_FILES_DIR, serve, with_store
 
 ERROR_KEYS = {"statusCode", "message", "error"}

@@ -9,8 +9,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
 
-from app.config import TaskSettings
-from app.tasks.app import create_app
+from deskpilot.config import TaskSettings
+from deskpilot.tasks.app import create_app
 from tests.integration.tasks.conftest import settings_for
 from tests.support.net import ServerThread
 

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.tasks.leases import Leases
-from app.tasks.store import Store
+from deskpilot.tasks.leases import Leases
+from deskpilot.tasks.store import Store
 from tests.integration.tasks.conftest import serve
 from tests.integration.tasks.executors import ScriptedExecutor
 from tests.support.timing import wait_until
@@ -23,7 +23,7 @@ def lines(caplog: pytest.LogCaptureFixture, task_id: str) -> list[dict[str, Any]
     return [
         {**vars(r), "message": r.getMessage(), "level": r.levelname}
         for r in caplog.records
-        if r.name == "app.tasks.lifecycle" and getattr(r, "task", None) == task_id
+        if r.name == "deskpilot.tasks.lifecycle" and getattr(r, "task", None) == task_id
     ]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.tasks.store import Store
+from deskpilot.tasks.store import Store
 from tests.integration.tasks.conftest import run, with_store
 from tests.support.timing import wait_until
 

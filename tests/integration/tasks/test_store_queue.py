@@ -7,17 +7,17 @@ from datetime import timedelta
 
 import pytest
 
-from app.errors import InvalidTransition, TaskNotFound
-from app.tasks.leases import Leases
-from app.tasks.lifecycle import TRANSITIONS, check_transition
-from app.tasks.models import utcnow
-from app.tasks.store import Store
-from app.tasks.types import TaskStatus
-from app.tasks.uploads import safe_name, unique_names
+from deskpilot.errors import InvalidTransition, TaskNotFound
+from deskpilot.tasks.leases import Leases
+from deskpilot.tasks.lifecycle import TRANSITIONS, check_transition
+from deskpilot.tasks.models import utcnow
+from deskpilot.tasks.store import Store
+from deskpilot.tasks.types import TaskStatus
+from deskpilot.tasks.uploads import safe_name, unique_names
 
 pytestmark = pytest.mark.anyio
 
-# The allowed moves (app/tasks/lifecycle.py), written out again so that changing them is deliberate.
+# The allowed moves (deskpilot/tasks/lifecycle.py), written out again so that changing them is deliberate.
 ALLOWED = {
     ("PENDING", "IN_PROGRESS"),  # queue only
     ("PENDING", "CANCELLED"),

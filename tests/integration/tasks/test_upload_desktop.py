@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.config import DesktopSettings
-from app.tasks.executor import TaskContext
-from app.tasks.types import TaskStatus
+from deskpilot.config import DesktopSettings
+from deskpilot.tasks.executor import TaskContext
+from deskpilot.tasks.types import TaskStatus
 from tests.integration.tasks.conftest import serve
 from tests.support.desktop_files import private_files_dir, real_desktop
 from tests.support.net import ServerThread
@@ -40,7 +40,7 @@ def desktop_files() -> Iterator[Path]:
 
 @pytest.fixture
 def desktop_url(display: Display, desktop_files: Path) -> Iterator[str]:
-    from app.desktop.api import create_app as create_desktop_app
+    from deskpilot.desktop.api import create_app as create_desktop_app
 
     with ServerThread(
         create_desktop_app(DesktopSettings(display=display.name, files_dir=desktop_files))

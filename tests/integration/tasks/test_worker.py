@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from app.config import MODEL_VARIABLES, TaskSettings, no_model_message
-from app.tasks.executor import UNAVAILABLE, load_executor
+from deskpilot.config import MODEL_VARIABLES, TaskSettings, no_model_message
+from deskpilot.tasks.executor import UNAVAILABLE, load_executor
 from tests.integration.tasks.conftest import serve
 from tests.integration.tasks.executors import ScriptedExecutor
 from tests.support.timing import wait_until
@@ -45,7 +45,7 @@ def test_default_executor_is_the_agent_loop_and_fails_honestly_without_a_provide
     # provider variables a developer's shell may hold.
     for var in (*MODEL_VARIABLES, "AGENT_MODEL"):
         monkeypatch.delenv(var, raising=False)
-    assert TaskSettings().executor == "app.agent.executor:AgentExecutor"
+    assert TaskSettings().executor == "deskpilot.agent.executor:AgentExecutor"
     with serve(db_url, worker_enabled=True, poll_seconds=60) as api:
         task_id = post(api, "anything")
         wait_until(lambda: status(api, task_id) == "FAILED", 10)
@@ -55,7 +55,7 @@ def test_default_executor_is_the_agent_loop_and_fails_honestly_without_a_provide
 
 
 def test_a_build_without_the_agent_loop_fails_tasks_honestly(db_url: str) -> None:
-    executor = load_executor("app.tasks.executor:UnavailableExecutor")  # what AGENT_EXECUTOR=... loads
+    executor = load_executor("deskpilot.tasks.executor:UnavailableExecutor")  # what AGENT_EXECUTOR=... loads
     with serve(db_url, executor, worker_enabled=True, poll_seconds=60) as api:
         task_id = post(api, "anything")
         wait_until(lambda: status(api, task_id) == "FAILED", 5)

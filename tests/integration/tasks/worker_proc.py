@@ -13,11 +13,11 @@ import asyncio
 import os
 import sys
 
-from app.computer.client import DesktopClient
-from app.tasks.executor import TaskContext
-from app.tasks.store import Store
-from app.tasks.types import TaskStatus
-from app.tasks.worker import Worker
+from deskpilot.computer.client import DesktopClient
+from deskpilot.tasks.executor import TaskContext
+from deskpilot.tasks.store import Store
+from deskpilot.tasks.types import TaskStatus
+from deskpilot.tasks.worker import Worker
 
 
 def append(path: str, line: str) -> None:

@@ -17,8 +17,8 @@ from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import RedirectResponse, StreamingResponse
 from websockets.sync.client import connect
 
-from app.config import UISettings
-from app.ui.server import create_app
+from deskpilot.config import UISettings
+from deskpilot.ui.server import create_app
 from tests.support.net import ServerThread, free_port
 
 

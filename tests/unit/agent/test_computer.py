@@ -8,11 +8,11 @@ import io
 import pytest
 from PIL import Image
 
-from app.agent import computer as computer_mod
-from app.agent.computer import Computer, DesktopDown
-from app.agent.frames import png_size
-from app.computer.client import DesktopClient, DesktopClientError
-from app.config import AgentSettings
+from deskpilot.agent import computer as computer_mod
+from deskpilot.agent.computer import Computer, DesktopDown
+from deskpilot.agent.frames import png_size
+from deskpilot.computer.client import DesktopClient, DesktopClientError
+from deskpilot.config import AgentSettings
 
 
 def png_b64(w: int, h: int) -> str:

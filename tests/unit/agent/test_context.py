@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.agent.context import (
+from deskpilot.agent.context import (
     ASSISTANT,
     OMITTED,
     USER,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from app.agent.guards import Budget, RepeatGuard
+from deskpilot.agent.guards import Budget, RepeatGuard
 
 
 def test_step_budget_trips_at_the_limit() -> None:

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.agent.llm import LLM, LLMRejected, LLMUnavailable, NoProvider, route
-from app.config import AgentSettings
+from deskpilot.agent.llm import LLM, LLMRejected, LLMUnavailable, NoProvider, route
+from deskpilot.config import AgentSettings
 from tests.fakes.llm_server import ScriptedLLM, fail, text, tool, tools
 
 PROVIDER_VARS = [

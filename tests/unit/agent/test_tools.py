@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.agent.computer import map_coordinates
-from app.agent.tools import tool_definitions
-from app.computer.actions import ACTION_MODELS, parse_action
-from app.computer.geometry import Size
+from deskpilot.agent.computer import map_coordinates
+from deskpilot.agent.tools import tool_definitions
+from deskpilot.computer.actions import ACTION_MODELS, parse_action
+from deskpilot.computer.geometry import Size
 
 HD = Size(1280, 720)
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from app.agent.context import ASSISTANT, USER, Turn, image_block, text_block, to_openai, tool_result_block
-from app.agent.litellm_loader import import_litellm
-from app.agent.tools import tool_definitions
-from app.computer.geometry import Size
+from deskpilot.agent.context import (
+    ASSISTANT,
+    USER,
+    Turn,
+    image_block,
+    text_block,
+    to_openai,
+    tool_result_block,
+)
+from deskpilot.agent.litellm_loader import import_litellm
+from deskpilot.agent.tools import tool_definitions
+from deskpilot.computer.geometry import Size
 
 
 def test_tool_results_and_screenshots_translate_to_anthropic_blocks() -> None:

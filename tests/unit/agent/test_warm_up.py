@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.config import MODEL_VARIABLES
+from deskpilot.config import MODEL_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -24,8 +24,8 @@ def run(code: str) -> str:
 
 WARM_UP = """
 import asyncio, sys
-from app.agent.executor import AgentExecutor
-from app.config import AgentSettings
+from deskpilot.agent.executor import AgentExecutor
+from deskpilot.config import AgentSettings
 asyncio.run(AgentExecutor(AgentSettings({settings})).warm_up())
 print("litellm" in sys.modules)
 """
@@ -43,7 +43,7 @@ def test_with_a_model_the_warm_up_imports_litellm() -> None:
 def test_concurrent_callers_share_one_import_in_a_thread() -> None:
     code = """
 import asyncio, threading
-from app.agent.litellm_loader import litellm_module
+from deskpilot.agent.litellm_loader import litellm_module
 
 async def main():
     callers = [asyncio.create_task(litellm_module()) for _ in range(3)]

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from app.computer import actions, keys
-from app.desktop.apps import APPLICATIONS, AppSpec, matches
-from app.desktop.capture import target_size
-from app.desktop.controller import Outcome
-from app.desktop.files import media_type
-from app.errors import InvalidAction
+from deskpilot.computer import actions, keys
+from deskpilot.desktop.apps import APPLICATIONS, AppSpec, matches
+from deskpilot.desktop.capture import target_size
+from deskpilot.desktop.controller import Outcome
+from deskpilot.desktop.files import media_type
+from deskpilot.errors import InvalidAction
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,10 @@ def test_the_keysym_table_is_python_xlibs_and_needs_no_x() -> None:
 
     gen = runpy.run_path(str(Path(__file__).parents[3] / "scripts" / "gen-keysyms.py"))
     assert keys.keysym_names() == gen["xlib_keysyms"]()
-    code = "import sys, app.computer.actions; sys.exit('Xlib' in sys.modules or 'app.desktop' in sys.modules)"
+    code = (
+        "import sys, deskpilot.computer.actions\n"
+        "sys.exit('Xlib' in sys.modules or 'deskpilot.desktop' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -134,7 +137,7 @@ def test_invalid_requests_are_rejected_with_the_fix(body: object, fragment: str)
 
 
 def test_file_action_errors_carry_the_message_field() -> None:
-    from app.errors import desktop_error_body
+    from deskpilot.errors import desktop_error_body
 
     with pytest.raises(InvalidAction) as exc:
         actions.parse_action({"action": "read_file"})

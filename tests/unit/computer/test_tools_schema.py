@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from app.computer.tools import function_tool, inline_schema
+from deskpilot.computer.tools import function_tool, inline_schema
 
 
 class Point(BaseModel):

@@ -1,4 +1,4 @@
-"""app.desktop.mcp_fastpath changes the speed of the SDK's transports, never what goes on the wire."""
+"""deskpilot.desktop.mcp_fastpath changes the speed of the SDK's transports, never what goes on the wire."""
 
 import json
 import logging
@@ -18,8 +18,8 @@ from mcp.types import (
 )
 from sse_starlette.event import ServerSentEvent
 
-from app.desktop import mcp_fastpath
-from app.desktop.mcp_fastpath import Outgoing
+from deskpilot.desktop import mcp_fastpath
+from deskpilot.desktop.mcp_fastpath import Outgoing
 
 REFERENCE = re.compile(r"\r\n|\r|\n")
 EVERY_SPEEDUP = {mcp_fastpath.SSE_LINE_BREAKS, mcp_fastpath.SSE_WRITES, mcp_fastpath.STREAMABLE_DUMPS}

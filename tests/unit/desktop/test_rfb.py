@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from app.desktop.rfb import ProtocolError, ViewOnlyFilter
+from deskpilot.desktop.rfb import ProtocolError, ViewOnlyFilter
 
 HANDSHAKE = b"RFB 003.008\n" + bytes([1]) + bytes([1])  # version, security None, ClientInit shared
 PIXEL_FORMAT = bytes([0, 0, 0, 0]) + bytes(16)

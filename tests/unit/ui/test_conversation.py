@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.ui.conversation import describe_tool_call, render_block, render_message
+from deskpilot.ui.conversation import describe_tool_call, render_block, render_message
 
 
 @pytest.mark.parametrize(

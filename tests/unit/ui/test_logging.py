@@ -1,4 +1,4 @@
-"""The UI server logs in the one format of every service (``app.logs``) once its app is made."""
+"""The UI server logs in the one format of every service (``deskpilot.logs``) once its app is made."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_creating_the_ui_app_configures_the_one_log_format() -> None:
     code = (
         "import logging\n"
-        "from app.logs import Formatter\n"
-        "from app.ui.server import create_app\n"
+        "from deskpilot.logs import Formatter\n"
+        "from deskpilot.ui.server import create_app\n"
         "create_app()\n"
-        "logging.getLogger('app.ui.check').info('ready', extra={'port': 9992})\n"
+        "logging.getLogger('deskpilot.ui.check').info('ready', extra={'port': 9992})\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stderr.rstrip().endswith(" INFO app.ui.check ready port=9992"), done.stderr
+    assert done.stderr.rstrip().endswith(" INFO deskpilot.ui.check ready port=9992"), done.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.ui.render import result_text, task_state
+from deskpilot.ui.render import result_text, task_state
 
 
 @pytest.mark.parametrize(

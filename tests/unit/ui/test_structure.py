@@ -1,16 +1,16 @@
 """The UI server stays small: create_app only wires the app (pages, fragments and the proxy are routers
-of their own modules), and no function of app/ui reaches 80 lines."""
+of their own modules), and no function of deskpilot/ui reaches 80 lines."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-UI = Path(__file__).resolve().parents[3] / "app" / "ui"
+UI = Path(__file__).resolve().parents[3] / "deskpilot" / "ui"
 
 
 def functions() -> dict[str, int]:
-    """``module:function`` -> its length in lines, for every function of app/ui."""
+    """``module:function`` -> its length in lines, for every function of deskpilot/ui."""
     out = {}
     for path in sorted(UI.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):

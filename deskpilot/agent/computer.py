@@ -1,0 +1,178 @@
+"""Running one ``computer_*`` tool call on the desktop: validate, map coordinates, act, settle, screenshot.
+
+The model works in the scaled screenshot's pixels; `to_screen` maps every coordinate it gives back to
+the screen before the arguments are validated by the contract's action model. A request
+the desktop refuses (4xx) comes back to the model as an error tool result so it can correct itself;
+an unreachable desktop (or 503) is retried briefly and then raised as `DesktopDown`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import binascii
+import hashlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import pybase64
+
+from deskpilot.agent.context import image_block, text_block
+from deskpilot.agent.frames import png_size, resize_png, settle
+from deskpilot.computer.actions import ACTION_MODELS, parse_action
+from deskpilot.computer.client import DesktopClient, DesktopClientError
+from deskpilot.computer.geometry import Size, scaled_size, to_model, to_screen
+from deskpilot.computer.tools import CHANGES_SCREEN, CLIENT_FIELDS
+from deskpilot.config import AgentSettings
+from deskpilot.errors import InvalidAction
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT_CHARS = 20_000
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+DOWN_RETRIES = (0.5, 1.0, 2.0)
+
+
+class DesktopDown(Exception):
+    """The desktop service is unreachable or its display is unavailable, even after retries."""
+
+
+@dataclass
+class ToolOutcome:
+    """A tool call's result for the model: its content blocks, whether it is an error, and a key of what
+    it produced."""
+
+    content: list[dict[str, Any]]
+    is_error: bool = False
+    key: str = ""  # hash of the screenshot / text it produced, for the repeated-action breaker
+
+
+def _error(message: str) -> ToolOutcome:
+    return ToolOutcome([text_block(message)], is_error=True, key=message)
+
+
+def _digest(settled: str) -> str:
+    return hashlib.blake2b(settled.encode(), digest_size=16).hexdigest()
+
+
+def map_coordinates(args: dict[str, Any], image: Size) -> dict[str, Any]:
+    """Model-image coordinates in ``coordinates`` / ``path`` → screen coordinates (other fields as given)."""
+
+    def point(value: Any) -> Any:
+        if (
+            isinstance(value, dict)
+            and isinstance(value.get("x"), int | float)
+            and isinstance(value.get("y"), int | float)
+        ):
+            x, y = to_screen(value["x"], value["y"], image)
+            return {**value, "x": x, "y": y}
+        return value  # left for validation to reject with a clear message
+
+    out = dict(args)
+    if "coordinates" in out:
+        out["coordinates"] = point(out["coordinates"])
+    if isinstance(out.get("path"), list):
+        out["path"] = [point(value) for value in out["path"]]
+    return out
+
+
+class Computer:
+    """The desktop as the model sees it: scaled screenshots and model-space coordinates."""
+
+    def __init__(self, desktop: DesktopClient, settings: AgentSettings) -> None:
+        self.desktop = desktop
+        self.image = scaled_size(settings.screenshot_width)
+        self.settle_within = settings.settle_timeout_ms / 1000
+        self.settle_interval = settings.settle_interval_ms / 1000
+
+    async def _call(self, action: str, **fields: Any) -> dict[str, Any]:
+        """One desktop call; retried while the desktop is unreachable or 503, then DesktopDown."""
+        for delay in (*DOWN_RETRIES, None):
+            try:
+                return await self.desktop.action(action, **fields)
+            except DesktopClientError as exc:
+                if exc.status not in (
+                    0,
+                    502,
+                    503,
+                ):  # a 504 is a time-out of the desktop: the model handles it
+                    raise
+                if delay is None:
+                    raise DesktopDown(exc.message) from exc
+                log.warning("desktop unavailable; retrying", extra={"error": exc.message, "delay_s": delay})
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def _frame(self) -> str:
+        body = await self._call("screenshot", width=self.image.width)
+        return body["data"]["image"]
+
+    def _fit(self, b64: str) -> str:
+        """The frame at the model's size; resized here only if the desktop did not do it."""
+        head = pybase64.b64decode(b64[:44])
+        if png_size(head) == self.image:
+            return b64
+        png = resize_png(pybase64.b64decode(b64), self.image)
+        return pybase64.b64encode(png).decode("ascii")
+
+    async def screenshot(self) -> str:
+        """A base64 PNG of the screen at the model's size."""
+        return self._fit(await self._frame())
+
+    async def settled_screenshot(self) -> str:
+        settled = await settle(self._frame, within=self.settle_within, interval=self.settle_interval)
+        return self._fit(settled.frame)
+
+    async def run(self, action: str, args: dict[str, Any]) -> ToolOutcome:
+        """Run ``computer_<action>`` with the model's `args`; never raises for the model's mistakes."""
+        model = ACTION_MODELS.get(action)
+        if model is None:
+            return _error(f"Unknown action {action!r}.")
+        if "__invalid_json__" in args:
+            return _error(f"Arguments were not a JSON object: {args['__invalid_json__'][:200]}")
+        raw = {k: v for k, v in map_coordinates(args, self.image).items() if k not in CLIENT_FIELDS}
+        try:  # the desktop's own validation, so the model gets the message /computer-use would give
+            validated = parse_action({**raw, "action": action})
+        except InvalidAction as exc:
+            return _error(f"Invalid arguments: {exc.message}")
+        payload = validated.model_dump(mode="json", exclude_none=True, by_alias=True)
+        payload.pop("action", None)
+        if action == "screenshot":
+            shot = await self.screenshot()
+            return ToolOutcome([image_block(shot)], key=_digest(shot))
+        try:
+            body = await self._call(action, **payload)
+        except DesktopClientError as exc:
+            return _error(exc.message)
+        if action == "cursor_position":
+            x, y = to_model(body["data"]["x"], body["data"]["y"], self.image)
+            msg = f"The pointer is at x={x}, y={y}."
+            return ToolOutcome([text_block(msg)], key=msg)
+        if action == "read_file":
+            return _file_outcome(body)
+        if action == "write_file":
+            msg = str(body.get("message") or f"Wrote {payload.get('path')}.")
+            return ToolOutcome([text_block(msg)], key=msg)
+        if action in CHANGES_SCREEN:
+            shot = await self.settled_screenshot()
+            return ToolOutcome([text_block("Done."), image_block(shot)], key=_digest(shot))
+        return ToolOutcome([text_block("Done.")], key="done")
+
+
+def _file_outcome(body: dict[str, Any]) -> ToolOutcome:
+    name, size, media = body.get("name", "file"), int(body.get("size") or 0), body.get("mediaType") or ""
+    head = f"{name} ({size} bytes, {media or 'unknown type'})"
+    try:
+        data = pybase64.b64decode(body.get("data") or "", validate=True)
+    except (binascii.Error, ValueError):
+        return _error(f"{head}: the desktop returned invalid base64")
+    key = hashlib.blake2b(data, digest_size=16).hexdigest()
+    if media in ("image/png", "image/jpeg", "image/gif", "image/webp") and len(data) <= MAX_IMAGE_BYTES:
+        return ToolOutcome([text_block(head), image_block(body["data"], media)], key=key)
+    try:
+        content = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return ToolOutcome([text_block(f"{head}: binary content, not shown.")], key=key)
+    if len(content) > MAX_TEXT_CHARS:
+        content = content[:MAX_TEXT_CHARS] + f"\n[... truncated, {len(content)} characters in all]"
+    return ToolOutcome([text_block(f"{head}:\n{content}")], key=key)

@@ -1,0 +1,344 @@
+"""The request shapes of ``POST /computer-use``: one pydantic model per action, a union on ``action``.
+
+``parse_action`` validates a whole request (bounds, key names, coordinates on screen) before anything
+touches the display, and turns every failure into one readable ``InvalidAction`` message that says what
+is wrong and how to fix it, including the look-alike fields clients are known to send.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Annotated, Any, Literal, get_args
+
+import orjson
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+
+from deskpilot.computer import keys
+from deskpilot.computer.geometry import SCREEN
+from deskpilot.errors import InvalidAction
+
+SCREEN_WIDTH, SCREEN_HEIGHT = SCREEN.width, SCREEN.height
+MAX_CLICKS, MAX_SCROLLS, MAX_WAIT_MS, MAX_TEXT = 10, 100, 300_000, 100_000
+MAX_KEYS, MAX_PATH_POINTS = 100, 10_000
+
+Button = Literal["left", "right", "middle"]
+Press = Literal["up", "down"]
+ScrollDirection = Literal["up", "down", "left", "right"]
+ApplicationName = Literal[
+    "browser", "password_manager", "email_client", "code_editor", "terminal", "desktop", "directory"
+]
+FILE_ACTIONS = frozenset({"write_file", "read_file"})
+
+
+def _check_key(name: str) -> str:
+    keys.resolve(name)  # raises ValueError with a suggestion
+    return name
+
+
+KeyName = Annotated[
+    str,
+    Field(min_length=1, max_length=64, description="ctrl, shift, alt, super, enter, esc, f5, a, Page_Up ..."),
+    AfterValidator(_check_key),
+]
+KeyList = Annotated[list[KeyName], Field(min_length=1, max_length=MAX_KEYS)]
+HoldKeys = Annotated[list[KeyName], Field(max_length=MAX_KEYS, description="keys held during the action")]
+Delay = Annotated[int, Field(ge=0, le=MAX_WAIT_MS, description="milliseconds between key presses")]
+
+
+class Coordinates(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    x: float = Field(
+        ge=0, lt=SCREEN_WIDTH, allow_inf_nan=False, description=f"0..{SCREEN_WIDTH - 1}, pixels from the left"
+    )
+    y: float = Field(
+        ge=0,
+        lt=SCREEN_HEIGHT,
+        allow_inf_nan=False,
+        description=f"0..{SCREEN_HEIGHT - 1}, pixels from the top",
+    )
+
+    @property
+    def xy(self) -> tuple[int, int]:
+        return min(round(self.x), SCREEN_WIDTH - 1), min(round(self.y), SCREEN_HEIGHT - 1)
+
+
+Path = Annotated[list[Coordinates], Field(min_length=1, max_length=MAX_PATH_POINTS)]
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class MoveMouse(_Action):
+    """Move the pointer to ``coordinates``."""
+
+    action: Literal["move_mouse"]
+    coordinates: Coordinates
+
+
+class TraceMouse(_Action):
+    """Move the pointer through every point of ``path`` in order, with ``holdKeys`` held."""
+
+    action: Literal["trace_mouse"]
+    path: Path
+    holdKeys: HoldKeys | None = None
+
+
+class ClickMouse(_Action):
+    """Click ``clickCount`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
+
+    action: Literal["click_mouse"]
+    coordinates: Coordinates | None = None
+    button: Button
+    clickCount: int = Field(ge=1, le=MAX_CLICKS)
+    holdKeys: HoldKeys | None = None
+
+
+class PressMouse(_Action):
+    """Press or release a mouse button at ``coordinates`` or where the pointer is."""
+
+    action: Literal["press_mouse"]
+    coordinates: Coordinates | None = None
+    button: Button
+    press: Press
+
+
+class DragMouse(_Action):
+    """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
+
+    action: Literal["drag_mouse"]
+    path: Path
+    button: Button
+    holdKeys: HoldKeys | None = None
+
+
+class Scroll(_Action):
+    """Scroll ``scrollCount`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
+
+    action: Literal["scroll"]
+    coordinates: Coordinates | None = None
+    direction: ScrollDirection
+    scrollCount: int = Field(ge=1, le=MAX_SCROLLS)
+    holdKeys: HoldKeys | None = None
+
+
+class TypeKeys(_Action):
+    """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then up)."""
+
+    action: Literal["type_keys"]
+    keys: KeyList
+    delay: Delay | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> TypeKeys:
+        _check_duration(len(self.keys), self.delay)
+        return self
+
+
+class PressKeys(_Action):
+    """Hold keys down (in order) or release them (in reverse order)."""
+
+    action: Literal["press_keys"]
+    keys: KeyList
+    press: Press
+
+
+def _check_text(text: str) -> str:
+    bad = next((c for c in text if not keys.is_typeable(c)), None)
+    if bad is not None:
+        raise ValueError(f"text contains the control character U+{ord(bad):04X}, which cannot be typed")
+    return text
+
+
+Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_check_text)]
+
+
+class TypeText(_Action):
+    """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
+
+    action: Literal["type_text"]
+    text: Text
+    delay: Delay | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> TypeText:
+        _check_duration(len(self.text), self.delay)
+        return self
+
+
+class PasteText(_Action):
+    """Put ``text`` on the clipboard and paste it (ctrl+v, or ctrl+shift+v in a terminal)."""
+
+    action: Literal["paste_text"]
+    text: Annotated[str, Field(max_length=MAX_TEXT)]
+
+
+class Wait(_Action):
+    """Wait ``duration`` milliseconds."""
+
+    action: Literal["wait"]
+    duration: int = Field(ge=0, le=MAX_WAIT_MS)
+
+
+class Screenshot(_Action):
+    """Capture the screen. Without options: the whole screen at full size as a lossless PNG."""
+
+    action: Literal["screenshot"]
+    format: Literal["png", "jpeg", "webp"] = Field(default="png", description="image format (default png)")
+    quality: int = Field(default=80, ge=1, le=100, description="jpeg/webp quality; ignored for png")
+    width: int | None = Field(default=None, ge=16, le=SCREEN_WIDTH, description="downscale to this width")
+    scale: float | None = Field(default=None, gt=0, le=1, description="downscale by this factor")
+
+    @model_validator(mode="after")
+    def _one_size(self) -> Screenshot:
+        if self.width is not None and self.scale is not None:
+            raise ValueError("give either 'width' or 'scale', not both")
+        return self
+
+
+class CursorPosition(_Action):
+    """Report the pointer position."""
+
+    action: Literal["cursor_position"]
+
+
+class Application(_Action):
+    """Bring an application to the front (launching it if needed); ``desktop`` shows the desktop."""
+
+    action: Literal["application"]
+    application: ApplicationName
+
+
+FilePath = Annotated[str, Field(min_length=1, max_length=4096, description="~/Desktop-relative or absolute")]
+
+
+def _check_path(path: str) -> str:
+    if "\x00" in path:
+        raise ValueError("path contains a NUL character")
+    return path
+
+
+class WriteFile(_Action):
+    """Write a file (base64 ``data``) as the desktop user; relative paths are under ~/Desktop."""
+
+    action: Literal["write_file"]
+    path: Annotated[FilePath, AfterValidator(_check_path)]
+    data: str = Field(description="base64 of the file content")
+
+
+class ReadFile(_Action):
+    """Read a file as the desktop user; relative paths are under ~/Desktop."""
+
+    action: Literal["read_file"]
+    path: Annotated[FilePath, AfterValidator(_check_path)]
+
+
+Action = Annotated[
+    MoveMouse
+    | TraceMouse
+    | ClickMouse
+    | PressMouse
+    | DragMouse
+    | Scroll
+    | TypeKeys
+    | PressKeys
+    | TypeText
+    | PasteText
+    | Wait
+    | Screenshot
+    | CursorPosition
+    | Application
+    | WriteFile
+    | ReadFile,
+    Field(discriminator="action"),
+]
+ACTION_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+ACTION_MODELS: dict[str, type[BaseModel]] = {
+    get_args(m.model_fields["action"].annotation)[0]: m for m in get_args(get_args(Action)[0])
+}
+ACTION_NAMES = tuple(ACTION_MODELS)
+
+# fields clients are known to send instead of the real ones: look-alike -> (real field, how to write it)
+LOOK_ALIKES: dict[str, tuple[str, str]] = {
+    "coordinate": ("coordinates", '"coordinates": {"x": 100, "y": 200}'),
+    "amount": ("scrollCount", '"scrollCount": 3'),
+    "key": ("keys", '"keys": ["ctrl", "c"]'),
+    "modifiers": ("holdKeys", '"holdKeys": ["shift"]'),
+}
+ACTION_LOOK_ALIKES = {"typ_keys": "type_keys"}
+
+
+def _check_duration(count: int, delay: int | None) -> None:
+    if delay and count * delay > MAX_WAIT_MS:
+        raise ValueError(f"{count} presses x {delay} ms delay exceeds the {MAX_WAIT_MS} ms limit per action")
+
+
+def parse_action(body: Any) -> Action:
+    """Validate a decoded JSON request into an Action; ``InvalidAction`` says what is wrong and the fix."""
+    if not isinstance(body, dict):
+        raise InvalidAction('the request body must be a JSON object such as {"action": "screenshot"}')
+    name = body.get("action")
+    if not isinstance(name, str) or name not in ACTION_MODELS:
+        raise InvalidAction(_unknown_action(name))
+    model = ACTION_MODELS[name]
+    try:
+        _reject_look_alikes(name, model, body)
+        try:
+            return model.model_validate(body)
+        except ValidationError as exc:
+            raise InvalidAction(f"{name}: " + _describe(exc)) from None
+    except InvalidAction as exc:
+        exc.file_action = name in FILE_ACTIONS  # their failure bodies repeat the error as `message`
+        raise
+
+
+def parse_action_json(raw: bytes) -> Action:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidAction(f"the request body is not valid JSON ({exc})") from None
+    return parse_action(body)
+
+
+def _unknown_action(name: object) -> str:
+    valid = ", ".join(ACTION_NAMES)
+    if name is None:
+        return f"the field 'action' is required; valid actions: {valid}"
+    if not isinstance(name, str):
+        return f"the field 'action' must be a string; valid actions: {valid}"
+    hint = ACTION_LOOK_ALIKES.get(name) or next(iter(difflib.get_close_matches(name, ACTION_NAMES, 1)), None)
+    did_you_mean = f"; did you mean '{hint}'?" if hint else ""
+    return f"unknown action {name!r}{did_you_mean} Valid actions: {valid}"
+
+
+def _reject_look_alikes(name: str, model: type[BaseModel], body: dict) -> None:
+    for wrong, (right, example) in LOOK_ALIKES.items():
+        if wrong in body and right in model.model_fields and right not in body:
+            raise InvalidAction(f"{name}: unknown field '{wrong}'; this action takes '{right}': {example}")
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "request"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "missing":
+            msg = "this field is required"
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts[:5]) + (f" (and {len(parts) - 5} more)" if len(parts) > 5 else "")
+
+
+def openapi_schema() -> tuple[dict, dict]:
+    """(request body schema, component schemas) of the Action union, for the OpenAPI document."""
+    schema = ACTION_ADAPTER.json_schema(ref_template="#/components/schemas/{model}")
+    defs = schema.pop("$defs", {})
+    return schema, defs

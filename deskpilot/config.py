@@ -1,0 +1,248 @@
+"""Configuration of the services, one pydantic-settings class each, and the table of LLM providers.
+
+Every variable is documented in docs/operations.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class DesktopSettings(BaseSettings):
+    """Desktop service (port 9990)."""
+
+    model_config = SettingsConfigDict(env_prefix="DESKTOP_", extra="ignore")
+
+    display: str = Field(default=":0", validation_alias=AliasChoices("DESKTOP_DISPLAY", "DISPLAY"))
+    # the user the display's X server must run as (the owner of /tmp/.X11-unix/X<n>); unset: not checked.
+    # Another server on that display is refused, as is any screen but 1920x1080 at depth 24.
+    display_owner: str | None = None
+    vnc_host: str = "127.0.0.1"  # x11vnc, bridged to the browser at /vnc/websockify
+    vnc_port: int = 5900
+    port: int = 9990
+    user: str = "user"
+    # the desktop user's home: HOME of the programs `application` starts, and where "~/" paths resolve;
+    # default: the home of the user's passwd entry
+    home: Path | None = None
+    # relative write_file/read_file paths resolve here; default: the desktop user's ~/Desktop
+    files_dir: Path | None = None
+    max_file_bytes: int = Field(default=100 << 20, gt=0)
+    # seconds `application` waits for a launched program's window before answering 504
+    app_timeout: float = Field(default=60.0, gt=0)
+    # Host names /mcp accepts besides loopback (DNS-rebinding protection), comma-separated; "*" = any.
+    # Behind a port mapping or an ingress, list the public name: DESKTOP_MCP_ALLOWED_HOSTS=desk.example.com
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = []
+
+    @field_validator("mcp_allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        return [h.strip() for h in value.split(",") if h.strip()] if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class Provider:
+    """An LLM provider the agent can use without a proxy, enabled by setting ``key_var``."""
+
+    name: str  # our name, the prefix of our model names ("anthropic/claude-sonnet-4-6")
+    title: str
+    key_var: str  # the variable that enables it
+    model_var: str  # the variable naming its model
+    default_model: str
+    litellm_prefix: str  # LiteLLM's provider prefix
+
+
+# Every provider, in the order that picks the default when several keys are set. The settings fields
+# below, the agent's routing, GET /tasks/models, the UI's hint and the docs all come from this table.
+PROVIDERS: tuple[Provider, ...] = (
+    Provider(
+        "anthropic", "Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", "claude-sonnet-4-6", "anthropic"
+    ),
+    Provider("openai", "OpenAI", "OPENAI_API_KEY", "OPENAI_MODEL", "gpt-5.4", "openai"),
+    Provider("gemini", "Google Gemini", "GEMINI_API_KEY", "GEMINI_MODEL", "gemini-3.5-flash", "gemini"),
+    Provider(
+        "openrouter",
+        "OpenRouter",
+        "OPENROUTER_API_KEY",
+        "OPENROUTER_MODEL",
+        "anthropic/claude-sonnet-4.6",
+        "openrouter",
+    ),
+    # any OpenAI-compatible server (Ollama, vLLM, LM Studio ...): LiteLLM's generic "openai/" route
+    Provider(
+        "local",
+        "OpenAI-compatible server",
+        "AGENT_OPENAI_BASE_URL",
+        "AGENT_OPENAI_BASE_MODEL",
+        "qwen2.5vl",
+        "openai",
+    ),
+)
+PROXY_VAR = "AGENT_LLM_PROXY_URL"
+MODEL_VARIABLES = (*(p.key_var for p in PROVIDERS), PROXY_VAR)
+
+
+def no_model_message() -> str:
+    """Why a task cannot run when nothing is configured, and what to set."""
+    keys = ", ".join(p.key_var for p in PROVIDERS[:-1])
+    return (
+        f"No LLM provider is configured. Set one of {keys}, or {PROVIDERS[-1].key_var} (an OpenAI-compatible "
+        f"server such as Ollama or vLLM), or {PROXY_VAR} (a LiteLLM proxy), in the agent service's "
+        "environment."
+    )
+
+
+def _provider(name: str) -> Provider:
+    return next(p for p in PROVIDERS if p.name == name)
+
+
+def _key(name: str) -> Any:
+    return Field(default=None, validation_alias=_provider(name).key_var)
+
+
+def _model(name: str) -> Any:
+    p = _provider(name)
+    return Field(default=p.default_model, validation_alias=p.model_var)
+
+
+class TaskSettings(BaseSettings):
+    """The task service (port 9991): API, queue, worker, uploads; every variable is in docs/operations.md."""
+
+    model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore", populate_by_name=True)
+
+    port: int = 9991
+    desktop_url: str = "http://127.0.0.1:9990"
+    # SQLAlchemy URL; plain `postgresql://` and `sqlite:///` are given their async drivers.
+    database_url: str = Field(
+        default="sqlite+aiosqlite:////var/lib/deskpilot/agent.db",
+        validation_alias=AliasChoices("DATABASE_URL", "AGENT_DATABASE_URL", "database_url"),
+    )
+    # The worker claims and runs tasks; off gives a bare API (tests, or a read-only replica).
+    worker_enabled: bool = True
+    # "package.module:attribute" of the Executor that runs tasks (or a zero-argument factory of one).
+    executor: str = "deskpilot.agent.executor:AgentExecutor"
+    # A claimed task is owned for this long; the worker renews it every lease_seconds / 3.
+    lease_seconds: float = 30.0
+    # Longest sleep of an idle worker: only catches other processes' changes when LISTEN/NOTIFY is
+    # unavailable; local changes wake the worker at once.
+    poll_seconds: float = 5.0
+    # Worker identity written into the lease; default "<hostname>:<pid>".
+    worker_id: str = ""
+    # Uploads: per file, per task (sum) and count.
+    max_file_bytes: int = 100 * 1024 * 1024
+    max_upload_bytes: int = 200 * 1024 * 1024
+    max_files: int = 20
+    # Where uploaded files land on the desktop.
+    desktop_files_dir: str = "/home/user/Desktop"
+    # Time-out of one desktop API call.
+    desktop_timeout: float = 60.0
+
+
+class AgentSettings(BaseSettings):
+    """The agent loop: its LLM providers and budgets; every variable is in docs/operations.md.
+
+    Provider keys and per-provider model names use the providers' usual variable names (no ``AGENT_``
+    prefix, see ``PROVIDERS``) so an existing shell environment just works.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore", populate_by_name=True)
+
+    # ---- which LLM: a LiteLLM proxy, or the first provider whose key is set
+    model: str | None = None  # AGENT_MODEL: default model, "provider/model" or a bare model name
+    llm_proxy_url: str | None = None  # AGENT_LLM_PROXY_URL
+    llm_proxy_key: str | None = None  # AGENT_LLM_PROXY_KEY
+    anthropic_api_key: str | None = _key("anthropic")
+    openai_api_key: str | None = _key("openai")
+    gemini_api_key: str | None = _key("gemini")
+    openrouter_api_key: str | None = _key("openrouter")
+    openai_base_url: str | None = _key("local")  # AGENT_OPENAI_BASE_URL: Ollama, vLLM ... (".../v1")
+    openai_base_key: str | None = None  # AGENT_OPENAI_BASE_KEY, if that server wants one
+    anthropic_model: str = _model("anthropic")
+    openai_model: str = _model("openai")
+    gemini_model: str = _model("gemini")
+    openrouter_model: str = _model("openrouter")
+    openai_base_model: str = _model("local")
+    context_window: int | None = None  # AGENT_CONTEXT_WINDOW: override what LiteLLM/the proxy reports
+    llm_timeout: float = 120.0  # seconds per LLM call
+    llm_retries: int = 4  # extra attempts on transient errors (429, 5xx, connection, timeout)
+    llm_backoff: float = 1.0  # first back-off in seconds, doubled per attempt (with jitter), max 30 s
+    max_output_tokens: int = 4096  # per LLM call
+
+    # ---- the loop's budgets and behaviour, per task run (a human's reply starts a new run)
+    max_steps: int = 100  # LLM calls per task run
+    max_tokens: int = 2_000_000  # prompt + completion tokens per task run
+    max_wall_seconds: float = 3600.0  # wall time per task run
+    repeat_limit: int = 5  # the same action this many times in a row -> NEEDS_HELP
+    keep_screenshots: int = 3  # screenshots kept in the context; older ones become a text note
+    summarize_at: float = 0.75  # fraction of the context window that triggers summarisation
+    screenshot_width: int = 1280  # width of the screenshots the model sees (height keeps 16:9)
+    settle_timeout_ms: int = 1000  # longest wait for the screen to settle after an action
+    settle_interval_ms: int = 50  # pause between the frames compared for settling
+    desktop_url: str = "http://127.0.0.1:9990"  # AGENT_DESKTOP_URL, shared with the task service
+    desktop_timeout: float = 60.0
+
+    def provider_key(self, provider: Provider) -> str | None:
+        return getattr(self, _FIELDS[provider.name][0])  # type: ignore[no-any-return]
+
+    def provider_model(self, provider: Provider) -> str:
+        return getattr(self, _FIELDS[provider.name][1])  # type: ignore[no-any-return]
+
+    def configured_providers(self) -> list[Provider]:
+        return [p for p in PROVIDERS if self.provider_key(p)]
+
+
+# PROVIDERS name -> (key field, model field) of AgentSettings; a unit test checks it covers the table.
+_FIELDS: dict[str, tuple[str, str]] = {
+    "anthropic": ("anthropic_api_key", "anthropic_model"),
+    "openai": ("openai_api_key", "openai_model"),
+    "gemini": ("gemini_api_key", "gemini_model"),
+    "openrouter": ("openrouter_api_key", "openrouter_model"),
+    "local": ("openai_base_url", "openai_base_model"),
+}
+
+
+class UISettings(BaseSettings):
+    """Web UI (port 9992)."""
+
+    model_config = SettingsConfigDict(env_prefix="UI_", extra="ignore")
+
+    host: str = "0.0.0.0"
+    port: int = 9992
+    agent_url: str = "http://127.0.0.1:9991"  # proxied at /api, WebSocket events at /api/ws
+    desktop_url: str = "http://127.0.0.1:9990"  # its /vnc (noVNC + WebSocket bridge) is proxied as is
+    page_size: int = 50  # tasks per page of the task list
+
+
+def _names(value: object) -> object:
+    """A comma-separated variable as a list (blank entries dropped)."""
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
+class SecuritySettings(BaseSettings):
+    """Who may reach the services: one set for all three (docs/security.md)."""
+
+    model_config = SettingsConfigDict(env_prefix="DESKPILOT_", extra="ignore", populate_by_name=True)
+
+    # The one secret. Unset on loopback only (make run); the appliance generates one when it listens
+    # on another address.
+    token: SecretStr | None = None
+    # Services that must not see the token (the desktop service runs as the desktop user) get its digest.
+    token_sha256: str | None = None
+    # "off": no token required even if one is set (an explicit, logged opt-out).
+    auth: Literal["on", "off"] = "on"
+    # Host names besides loopback the services answer to (DNS-rebinding protection); "*" = any.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default=[], validation_alias=AliasChoices("DESKPILOT_ALLOWED_HOSTS", "DESKTOP_MCP_ALLOWED_HOSTS")
+    )
+    # Browser origins besides the service's own that may send requests that change something, and read
+    # the APIs cross-origin (CORS), e.g. https://my-dashboard.example.
+    allowed_origins: Annotated[list[str], NoDecode] = []
+
+    _split = field_validator("allowed_hosts", "allowed_origins", mode="before")(_names)
+
+    def token_value(self) -> str | None:
+        return self.token.get_secret_value() if self.token and self.auth == "on" else None

@@ -1,0 +1,174 @@
+"""The desktop service's HTTP routes: a table of contents, every action lives in the controller.
+
+Run with one worker: ``uvicorn --factory deskpilot.desktop.api:create_app --port 9990`` (settings from the
+environment, see ``DesktopSettings``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from deskpilot import __version__, logs
+from deskpilot.computer import actions
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop import vnc
+from deskpilot.desktop.controller import DesktopController
+from deskpilot.desktop.mcp import MCPEndpoint
+from deskpilot.errors import DesktopError, desktop_error_body, desktop_error_headers
+from deskpilot.web import json_response
+
+# A /health probe answers None when healthy, else what is wrong; each is bounded by PROBE_TIMEOUT_S.
+HealthProbe = Callable[[], Awaitable[str | None]]
+PROBE_TIMEOUT_S = 1.0
+
+
+class ActionResult(BaseModel):
+    """200 body. ``data`` is ``{image}`` for screenshot, ``{x, y}`` for cursor_position and the base64
+    content for read_file (which also sets name, size, mediaType); write_file sets ``message``."""
+
+    success: Literal[True]
+    data: dict[str, Any] | str | None = None
+    message: str | None = None
+    name: str | None = None
+    size: int | None = None
+    mediaType: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every failure: what is wrong and how to fix it (file actions repeat it as ``message``)."""
+
+    success: Literal[False]
+    error: str
+    message: str | None = None
+
+
+router = APIRouter()
+
+
+@router.post(
+    "/computer-use",
+    summary="Perform one desktop action (the field `action` selects it)",
+    response_model=None,
+    responses={
+        200: {"model": ActionResult},
+        **{status: {"model": ErrorBody} for status in (400, 404, 413, 500, 503, 504)},
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Action"}}},
+        }
+    },
+)
+async def computer_use(request: Request) -> Response:
+    action = actions.parse_action_json(await request.body())
+    outcome = await request.app.state.controller.perform(action)
+    return Response(outcome.to_json(), media_type="application/json")
+
+
+@router.get(
+    "/health",
+    summary="Readiness: 200 when every probe passes, else 503 naming what is wrong",
+    responses={503: {"description": "degraded: `problems` says what is wrong, per probe"}},
+)
+async def health(request: Request) -> Response:
+    probes: dict[str, HealthProbe] = request.app.state.health_probes
+    results = await asyncio.gather(*(bounded(probe) for probe in probes.values()))
+    problems = {name: problem for name, problem in zip(probes, results, strict=True) if problem}
+    body: dict[str, Any] = {
+        "status": "degraded" if problems else "ok",
+        **{name: name not in problems for name in probes},
+        "capture": request.app.state.controller.connections.capture_path,
+        "version": __version__,
+    }
+    if problems:
+        body["problems"] = problems
+    return json_response(body, 503 if problems else 200)
+
+
+@router.get("/health/live", summary="Liveness: the service answers (whatever the state of the display)")
+async def live() -> Response:
+    return json_response({"status": "ok", "version": __version__})
+
+
+async def bounded(probe: HealthProbe) -> str | None:
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT_S):
+            return await probe()
+    except TimeoutError:
+        return f"no answer within {PROBE_TIMEOUT_S:g} s"
+
+
+# ---------------------------------------------------------------------------------- exception handlers
+
+
+async def desktop_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, DesktopError)
+    return json_response(desktop_error_body(exc), exc.status, desktop_error_headers(exc))
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    return json_response(
+        {"success": False, "error": str(exc.detail)}, exc.status_code, dict(exc.headers or {})
+    )
+
+
+async def internal_error(request: Request, exc: Exception) -> Response:
+    return json_response({"success": False, "error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
+
+
+def openapi_with_actions(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema plus the action union, which the route reads from the raw body itself."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+        union, defs = actions.openapi_schema()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.update(defs)
+        components["Action"] = union
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def create_app(
+    settings: DesktopSettings | None = None, controller: DesktopController | None = None
+) -> FastAPI:
+    logs.configure()
+    settings = settings or DesktopSettings()
+    controller = controller or DesktopController(settings)
+    mcp = MCPEndpoint(controller, settings.mcp_allowed_hosts)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with mcp.lifespan():
+            yield
+        controller.close()
+
+    app = FastAPI(
+        title="Deskpilot desktop",
+        version=__version__,
+        summary="Drive a real Linux desktop: mouse, keyboard, screenshots, applications, files.",
+        lifespan=lifespan,
+        exception_handlers={
+            DesktopError: desktop_error,
+            StarletteHTTPException: http_error,
+            Exception: internal_error,
+        },
+    )
+    app.state.controller = controller
+    # /health reports every probe by name; the appliance adds e.g. app.state.health_probes["vnc"]
+    app.state.health_probes = {"display": controller.display_problem}
+    app.include_router(router)
+    app.openapi = lambda: openapi_with_actions(app)  # type: ignore[method-assign]
+    app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (deskpilot/desktop/mcp.py)
+    vnc.install(app, settings)  # /vnc live view; keep it after the other routes
+    return app

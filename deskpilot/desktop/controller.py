@@ -1,0 +1,152 @@
+"""DesktopController: the one implementation of every /computer-use action.
+
+The HTTP route and the MCP server both call ``perform(action)`` and render the returned ``Outcome``;
+neither re-implements an action. One controller per process owns the X connections (``connections.py``).
+Input actions are serialised by one lock (``input.py``) so two clients never interleave keystrokes;
+screenshots, cursor reads, waits and files run concurrently. The actions live by what they drive:
+``mouse.py``, ``keyboard.py``, ``paste.py``, ``windows.py``; screenshots, waits and files are here.
+Every action is logged as one line: its name, its duration and its outcome (ok, or the error status).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pybase64
+
+from deskpilot.computer import actions
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop.capture import Image, tune_malloc
+from deskpilot.desktop.connections import Connections
+from deskpilot.desktop.files import DesktopUser, FileStore
+from deskpilot.desktop.input import Input
+from deskpilot.desktop.keyboard import KeyboardActions
+from deskpilot.desktop.mouse import MouseActions
+from deskpilot.desktop.outcome import Outcome
+from deskpilot.desktop.paste import PasteActions
+from deskpilot.desktop.windows import WindowActions
+from deskpilot.errors import DesktopError, InvalidAction, TooLarge
+
+__all__ = ["DesktopController", "Outcome"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Any], Awaitable[Outcome]]
+
+
+class DesktopController:
+    def __init__(self, settings: DesktopSettings | None = None) -> None:
+        self.settings = settings or DesktopSettings()
+        self.user = DesktopUser.lookup(self.settings.user, self.settings.home)
+        self.files = FileStore(self.user, self.settings.files_dir, self.settings.max_file_bytes)
+        self.connections = Connections(self.settings)
+        # the display probe in flight: a hanging X server holds one worker thread, never more, never the loop
+        self._probe: asyncio.Future[None] | None = None
+        tune_malloc()
+        shared = Input(self.connections)
+        mouse, keyboard = MouseActions(shared), KeyboardActions(shared)
+        self.windows = WindowActions(shared, self.settings, self.user)
+        self._handlers: dict[type[actions.Action], Handler] = {
+            actions.MoveMouse: mouse.move_mouse,
+            actions.TraceMouse: mouse.trace_mouse,
+            actions.ClickMouse: mouse.click_mouse,
+            actions.PressMouse: mouse.press_mouse,
+            actions.DragMouse: mouse.drag_mouse,
+            actions.Scroll: mouse.scroll,
+            actions.CursorPosition: mouse.cursor_position,
+            actions.TypeKeys: keyboard.type_keys,
+            actions.PressKeys: keyboard.press_keys,
+            actions.TypeText: keyboard.type_text,
+            actions.PasteText: PasteActions(shared).paste_text,
+            actions.Application: self.windows.application,
+            actions.Wait: self.wait,
+            actions.Screenshot: self.screenshot,
+            actions.WriteFile: self.write_file,
+            actions.ReadFile: self.read_file,
+        }
+
+    async def perform(self, action: actions.Action) -> Outcome:
+        """Execute one validated action (see ``actions.parse_action``)."""
+        started = time.perf_counter()
+        outcome = "500"
+        try:
+            result = await self._handlers[type(action)](action)
+            outcome = "ok"
+            return result
+        except DesktopError as exc:
+            outcome = str(exc.status)
+            raise
+        except asyncio.CancelledError:  # the client went away
+            outcome = "cancelled"
+            raise
+        finally:
+            ms = (time.perf_counter() - started) * 1000
+            log.info("action", extra={"action": action.action, "ms": ms, "outcome": outcome})
+
+    def close(self) -> None:
+        self.connections.close()
+        self.files.close()
+
+    async def display_problem(self) -> str | None:
+        """The /health probe of the display: None when it answers and is ours, else what is wrong."""
+        loop = asyncio.get_running_loop()
+        probe = self._probe
+        if probe is None or probe.done() or probe.get_loop() is not loop:
+            probe = self._probe = loop.run_in_executor(None, self.connections.check)
+        try:
+            await asyncio.shield(probe)  # a caller that stops waiting leaves it to the next one
+        except DesktopError as exc:
+            return exc.message
+        return None
+
+    def launched(self) -> dict[str, subprocess.Popen[bytes]]:
+        """Processes started by ``application`` (tests stop them; in the appliance they outlive requests)."""
+        return dict(self.windows.launched)
+
+    # ------------------------------------------------------------------ screen
+    async def screenshot(self, action: actions.Screenshot) -> Outcome:
+        image = await asyncio.to_thread(
+            self.capture, action.format, action.quality, action.width, action.scale
+        )
+        return Outcome(image=image)
+
+    def capture(
+        self, fmt: str = "png", quality: int = 80, width: int | None = None, scale: float | None = None
+    ) -> Image:
+        """Synchronous capture + encode (used by ``screenshot`` in a worker thread, and by the bench)."""
+        return self.connections.capture(fmt, quality, width, scale)
+
+    async def wait(self, action: actions.Wait) -> Outcome:
+        await asyncio.sleep(action.duration / 1000)
+        return Outcome()
+
+    # ------------------------------------------------------------------ files
+    async def write_file(self, action: actions.WriteFile) -> Outcome:
+        try:
+            data = self._decode(action.data)
+            target = await self.files.write(action.path, data)
+        except DesktopError as exc:
+            exc.file_action = True
+            raise
+        return Outcome(message=f"File written to {target} ({len(data)} bytes)")
+
+    def _decode(self, b64: str) -> bytes:
+        limit = self.settings.max_file_bytes
+        if len(b64) > (limit + 2) // 3 * 4 + 4:
+            raise TooLarge(f"the file is larger than the limit of {limit} bytes")
+        try:
+            return pybase64.b64decode(b64, validate=True)
+        except ValueError:
+            raise InvalidAction("data is not valid base64 (standard alphabet, with padding)") from None
+
+    async def read_file(self, action: actions.ReadFile) -> Outcome:
+        try:
+            return Outcome(file=await self.files.read(action.path))
+        except DesktopError as exc:
+            exc.file_action = True
+            raise

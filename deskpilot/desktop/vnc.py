@@ -1,0 +1,117 @@
+"""The live view at ``/vnc``: noVNC's page and files, and a same-origin WebSocket bridge to x11vnc.
+
+x11vnc listens on localhost only; the browser reaches it through ``/vnc/websockify`` on the desktop port, so
+one port (and one origin) serves the API and the view. No websockify process: the bridge below copies bytes
+both ways until either side closes. The view is read-only unless the page is opened with ``?interactive=1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, FastAPI, Request, WebSocket
+from fastapi.responses import RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from deskpilot.bridge import pump_until_either_ends
+from deskpilot.config import DesktopSettings
+
+NOVNC_DIR = Path("/usr/share/novnc")  # Debian's novnc files, extracted by scripts/install-system.sh
+_CHUNK = 1 << 16
+
+
+def viewer_url(root_path: str = "", *, view_only: bool = True) -> str:
+    """noVNC's page with the settings the appliance wants; noVNC resolves ``path`` against the host root."""
+    query = urlencode(
+        {
+            "autoconnect": "true",
+            "reconnect": "true",
+            "resize": "scale",
+            "view_only": "true" if view_only else "false",
+            "path": f"{root_path.strip('/')}/vnc/websockify".lstrip("/"),
+        }
+    )
+    return f"{root_path.rstrip('/')}/vnc/vnc.html?{query}"
+
+
+async def vnc_problem(settings: DesktopSettings) -> str | None:
+    """The /health probe of the live view: None when x11vnc accepts a TCP connection."""
+    try:
+        _, writer = await asyncio.open_connection(settings.vnc_host, settings.vnc_port)
+    except OSError as exc:
+        return f"the VNC server {settings.vnc_host}:{settings.vnc_port} is unreachable: {exc.strerror or exc}"
+    writer.close()
+    return None
+
+
+async def bridge(ws: WebSocket, host: str, port: int) -> None:
+    """Copy RFB bytes between the browser's WebSocket and x11vnc's TCP socket until one side ends."""
+    offered = [p.strip() for p in ws.headers.get("sec-websocket-protocol", "").split(",")]
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+    except OSError as e:
+        # The display (and x11vnc with it) is restarting; noVNC reconnects by itself.
+        await ws.accept(subprotocol="binary" if "binary" in offered else None)
+        await ws.close(code=1011, reason=f"VNC server {host}:{port} unavailable: {e.strerror or e}")
+        return
+    await ws.accept(subprotocol="binary" if "binary" in offered else None)
+
+    async def vnc_to_browser() -> None:
+        while data := await reader.read(_CHUNK):
+            await ws.send_bytes(data)
+
+    async def browser_to_vnc() -> None:
+        while True:
+            message = await ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            writer.write(message.get("bytes") or (message.get("text") or "").encode())
+            await writer.drain()
+
+    try:
+        await pump_until_either_ends(
+            vnc_to_browser(), browser_to_vnc(), closed=(OSError, WebSocketDisconnect, RuntimeError)
+        )
+    finally:
+        writer.close()
+        # The browser may already be gone: closing then raises, which is not an error of ours.
+        if ws.client_state == WebSocketState.CONNECTED:
+            with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+                await ws.close()
+
+
+def router(settings: DesktopSettings) -> APIRouter:
+    r = APIRouter()
+
+    @r.get("/vnc", include_in_schema=False)
+    @r.get("/vnc/", include_in_schema=False)
+    def vnc_page(
+        request: Request, interactive: bool = False, view_only: bool | None = None
+    ) -> RedirectResponse:
+        """The live view; read-only unless ``?interactive=1`` (or ``?view_only=false``)."""
+        read_only = (not interactive) if view_only is None else view_only
+        return RedirectResponse(viewer_url(request.scope.get("root_path", ""), view_only=read_only))
+
+    @r.websocket("/vnc/websockify")
+    async def vnc_websocket(ws: WebSocket) -> None:
+        await bridge(ws, settings.vnc_host, settings.vnc_port)
+
+    return r
+
+
+def install(app: FastAPI, settings: DesktopSettings | None = None) -> None:
+    """Add the routes, then noVNC's files under /vnc (after the routes, so they take precedence).
+
+    When the VNC port is configured (the appliance sets ``DESKTOP_VNC_PORT``), /health also reports ``vnc``:
+    whether x11vnc accepts connections. A service run on its own, without a VNC server, leaves it out.
+    """
+    settings = settings or DesktopSettings()
+    app.include_router(router(settings))
+    app.mount("/vnc", StaticFiles(directory=NOVNC_DIR, check_dir=False), name="vnc")
+    probes = getattr(app.state, "health_probes", None)
+    if probes is not None and "vnc_port" in settings.model_fields_set:
+        probes["vnc"] = lambda: vnc_problem(settings)

@@ -1,0 +1,349 @@
+"""The X connection of the desktop service: XTest input, the keymap and EWMH windows; and the X edge.
+
+This module, ``clipboard.py`` and ``capture.py`` are the only ones that import Xlib, and the only ones that
+see python-xlib's exceptions: they raise the service's own instead (``deskpilot.errors``). A lost X server is
+``DisplayLost`` (``lost_display`` translates), a display that is not the one the service owns is
+``UnsupportedDisplay`` (``open_display`` checks every connection), a character that cannot be typed is
+``KeymapFull``. Every call is synchronous and fast (XTest costs ~0.1 ms per event); callers serialise input
+themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pwd
+import socket
+import struct
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from Xlib import XK, X, Xatom, error
+from Xlib import display as xdisplay
+from Xlib.ext import xtest
+from Xlib.protocol import event as xevent
+
+from deskpilot.errors import DisplayLost, KeymapFull, UnsupportedDisplay
+
+# What python-xlib raises when the server is gone or cannot be reached (socket errors become
+# ConnectionClosedError once connected). Nothing else means a lost display.
+LOST_CONNECTION: tuple[type[BaseException], ...] = (
+    error.ConnectionClosedError,
+    error.DisplayConnectionError,
+    ConnectionError,
+    EOFError,
+)
+
+BUTTONS = {"left": 1, "middle": 2, "right": 3}
+SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
+
+
+def _tables_per_connection() -> None:
+    """python-xlib (0.33) registers each server's extension events and errors in tables shared by every
+    connection of the process, at the codes that server gave them: a second server with other extensions
+    (one without MIT-SHM numbers the rest differently) finds them taken, and connecting fails with a
+    TypeError or its events decode as the wrong kind. Each connection gets its own copies instead."""
+    base_init = xdisplay._BaseDisplay.__init__
+
+    def init(self: xdisplay._BaseDisplay, *args: object, **kwargs: object) -> None:
+        base_init(self, *args, **kwargs)
+        self.event_classes = xevent.event_class.copy()
+        self.error_classes = error.xerror_class.copy()
+
+    xdisplay._BaseDisplay.__init__ = init
+
+
+_tables_per_connection()
+
+
+class Owner(NamedTuple):
+    name: str
+    uid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Requirements:
+    """The display the service owns: its screen, and the user its X server runs as (when configured)."""
+
+    width: int
+    height: int
+    depth: int = 24
+    owner: Owner | None = None
+
+
+def display_lost(name: str, reason: object) -> DisplayLost:
+    return DisplayLost(f"the X display {name} is not available ({reason}); retry in a moment")
+
+
+@contextlib.contextmanager
+def lost_display(name: str) -> Iterator[None]:
+    """Around X calls: python-xlib's connection failures become ``DisplayLost``."""
+    try:
+        yield
+    except LOST_CONNECTION as exc:
+        raise display_lost(name, f"{type(exc).__name__}: {exc}") from None
+
+
+def open_display(name: str, required: Requirements) -> xdisplay.Display:
+    """A connection to the display ``name`` if it is the one ``required`` describes."""
+    with lost_display(name):
+        try:
+            display = xdisplay.Display(name)
+        except error.DisplayNameError:
+            raise UnsupportedDisplay(f"{name!r} is not an X display name; set DESKTOP_DISPLAY") from None
+        except LOST_CONNECTION:
+            raise
+        except Exception as exc:  # python-xlib raises bare Exceptions for some auth/handshake failures
+            raise error.DisplayConnectionError(name, str(exc)) from exc
+    try:
+        check_display(display, name, required)
+    except BaseException:
+        display.close()
+        raise
+    return display
+
+
+def check_display(display: xdisplay.Display, name: str, required: Requirements) -> None:
+    """``UnsupportedDisplay`` unless the screen and the server's user are as required (no round trip)."""
+    screen = display.screen()
+    have = (screen.width_in_pixels, screen.height_in_pixels, screen.root_depth)
+    want = (required.width, required.height, required.depth)
+    if have != want:
+        raise UnsupportedDisplay(
+            f"the X display {name} is {have[0]}x{have[1]} at depth {have[2]}; this service drives a "
+            f"{want[0]}x{want[1]} screen at depth {want[2]} (Xvfb -screen 0 {want[0]}x{want[1]}x{want[2]}): "
+            "it is not the display this service was configured to own"
+        )
+    if required.owner is not None:
+        _check_owner(display, name, required.owner)
+
+
+def _check_owner(display: xdisplay.Display, name: str, owner: Owner) -> None:
+    """The server behind the socket must run as ``owner``: its credentials, as the kernel gives them for
+    the connected socket (the owner of /tmp/.X11-unix/X<n>, or of the abstract socket python-xlib may use)."""
+    sock = display.display.socket
+    if sock.family != socket.AF_UNIX:
+        raise UnsupportedDisplay(
+            f"the X display {name} is reached over TCP, so the user its server runs as cannot be checked; "
+            "use a local display or unset DESKTOP_DISPLAY_OWNER"
+        )
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    if uid != owner.uid:
+        try:
+            runs_as = pwd.getpwuid(uid).pw_name
+        except KeyError:
+            runs_as = f"uid {uid}"
+        raise UnsupportedDisplay(
+            f"the X server of {name} runs as {runs_as}, not as {owner.name} (DESKTOP_DISPLAY_OWNER): "
+            "it is not the display this service was configured to own"
+        )
+
+
+def keysym_text(keysym: int) -> str:
+    """The character a keysym types, or its name."""
+    if keysym >= 0x1000000:
+        return chr(keysym - 0x1000000)
+    if 0x20 <= keysym <= 0xFF:
+        return chr(keysym)
+    return XK.keysym_to_string(keysym) or hex(keysym)
+
+
+class XConnection:
+    """One X client connection used for input and window management."""
+
+    def __init__(self, name: str, required: Requirements) -> None:
+        self.name = name
+        self.display = open_display(name, required)
+        try:
+            with lost_display(name):
+                self._setup()
+        except BaseException:
+            self.display.close()
+            raise
+
+    def _setup(self) -> None:
+        if not self.display.has_extension("XTEST"):
+            raise UnsupportedDisplay(f"the X server of {self.name} has no XTEST extension (+extension XTEST)")
+        self.root = self.display.screen().root
+        self._atoms: dict[str, int] = {}
+        info = self.display.display.info
+        self._min_kc, self._max_kc = info.min_keycode, info.max_keycode
+        self._load_keymap()
+        self._shift = self.display.keysym_to_keycode(XK.XK_Shift_L)
+        # scratch keycodes (no keysym bound) hold characters missing from the layout; LRU so a keycode is
+        # not rebound while a client may still be translating an earlier press of it
+        self._scratch: OrderedDict[int, int] = OrderedDict((kc, 0) for kc in self._spare_keycodes())
+
+    def close(self) -> None:
+        with contextlib.suppress(*LOST_CONNECTION):  # the keymap of a lost server needs no restoring
+            self._restore_scratch()
+        with contextlib.suppress(*LOST_CONNECTION):
+            self.display.close()
+
+    # ------------------------------------------------------------------ basics
+    def atom(self, name: str) -> int:
+        found = self._atoms.get(name)
+        if found is None:
+            found = self._atoms[name] = self.display.intern_atom(name)
+        return found
+
+    def sync(self) -> None:
+        self.display.sync()
+
+    def ping(self) -> None:
+        self.display.get_input_focus()
+
+    def pointer(self) -> tuple[int, int]:
+        p = self.root.query_pointer()
+        return p.root_x, p.root_y
+
+    def pointer_grabbed(self) -> bool:
+        """True while another client holds the pointer, e.g. xfwm4's passive grab on Button1 that freezes a
+        click until the WM has handled it and replays it (two round trips; a free pointer is grabbed by us
+        for an instant, which sends the window under it a NotifyGrab/NotifyUngrab crossing pair)."""
+        status = self.root.grab_pointer(
+            False, 0, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime
+        )
+        if status == X.GrabSuccess:
+            self.display.ungrab_pointer(X.CurrentTime)
+            return False
+        return True
+
+    # ------------------------------------------------------------------ XTest input
+    def move(self, x: int, y: int) -> None:
+        xtest.fake_input(self.display, X.MotionNotify, x=x, y=y)
+
+    def button(self, button: int, down: bool) -> None:
+        xtest.fake_input(self.display, X.ButtonPress if down else X.ButtonRelease, button)
+
+    def key(self, keycode: int, down: bool) -> None:
+        xtest.fake_input(self.display, X.KeyPress if down else X.KeyRelease, keycode)
+
+    def bind(self, keysyms: set[int]) -> bool:
+        """Bind keysyms missing from the layout to scratch keycodes; True if the keymap changed.
+
+        After a change the caller must sync and pause briefly before pressing them: clients re-read the
+        keymap when they see MappingNotify, and must do so after *all* the changes, not halfway.
+        """
+        if len(keysyms) > len(self._scratch):
+            raise ValueError("more distinct characters than scratch keycodes in one batch")
+        bound = {sym: kc for kc, sym in self._scratch.items()}
+        for sym in keysyms:  # protect the ones already bound from eviction below
+            if sym in bound:
+                self._scratch.move_to_end(bound[sym])
+        changed = False
+        for sym in keysyms - bound.keys():
+            self._bind_scratch(sym)
+            changed = True
+        return changed
+
+    def require_typeable(self, keysyms: Iterable[int]) -> None:
+        """``KeymapFull`` if one of them is missing from the layout and no keycode is spare to hold it."""
+        if self._scratch:
+            return
+        missing = next((sym for sym in keysyms if sym not in self._keymap), None)
+        if missing is not None:
+            raise KeymapFull(
+                f"the keyboard layout has no key for {keysym_text(missing)!r} and the keymap has no spare "
+                "keycode to put it on; type text outside the layout with paste_text"
+            )
+
+    def keycodes(self, keysym: int) -> list[int]:
+        """Keycodes to hold (in order) to produce ``keysym``: [shift, key], [key], or a scratch key."""
+        found = self._keymap.get(keysym)
+        if found is None:
+            return [self._bind_scratch(keysym)]
+        keycode, level = found
+        return [self._shift, keycode] if level == 1 else [keycode]
+
+    def scratch_capacity(self) -> int:
+        return len(self._scratch)
+
+    def in_keymap(self, keysym: int) -> bool:
+        """True if the layout has the keysym on level 0/1 (else typing it binds a scratch keycode)."""
+        return keysym in self._keymap
+
+    def _load_keymap(self) -> None:
+        count = self._max_kc - self._min_kc + 1
+        self._mapping = self.display.get_keyboard_mapping(self._min_kc, count)
+        keymap: dict[int, tuple[int, int]] = {}
+        for i, syms in enumerate(self._mapping):
+            for level in (0, 1):
+                if level < len(syms) and syms[level] and syms[level] not in keymap:
+                    keymap[syms[level]] = (self._min_kc + i, level)
+        self._keymap = keymap
+
+    def _spare_keycodes(self) -> list[int]:
+        return [self._min_kc + i for i, syms in enumerate(self._mapping) if not any(syms)]
+
+    def _bind_scratch(self, keysym: int) -> int:
+        self.require_typeable([keysym])
+        for kc, bound in self._scratch.items():
+            if bound == keysym:
+                self._scratch.move_to_end(kc)
+                return kc
+        kc, _ = self._scratch.popitem(last=False)
+        self.display.change_keyboard_mapping(kc, [(keysym, keysym)])
+        self._scratch[kc] = keysym
+        return kc
+
+    def _restore_scratch(self) -> None:
+        for kc, bound in self._scratch.items():
+            if bound:
+                self.display.change_keyboard_mapping(kc, [(X.NoSymbol, X.NoSymbol)])
+        self.display.flush()
+
+    # ------------------------------------------------------------------ windows (EWMH)
+    def client_windows(self) -> list[int]:
+        prop = self.root.get_full_property(self.atom("_NET_CLIENT_LIST"), Xatom.WINDOW)
+        return list(prop.value) if prop else []
+
+    def wm_class(self, wid: int) -> tuple[str, str]:
+        """(instance, class) of a window, or empty strings if it is gone or has none."""
+        try:
+            cls = self.display.create_resource_object("window", wid).get_wm_class()
+        except error.XError:
+            return "", ""
+        return cls if cls else ("", "")
+
+    def active_window(self) -> int:
+        prop = self.root.get_full_property(self.atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW)
+        return int(prop.value[0]) if prop and len(prop.value) else 0
+
+    def is_viewable(self, wid: int) -> bool:
+        try:
+            attributes = self.display.create_resource_object("window", wid).get_attributes()
+        except error.XError:
+            return False
+        return bool(attributes.map_state == X.IsViewable)
+
+    def _client_message(self, wid: int, message: str, data: list[int]) -> None:
+        ev = xevent.ClientMessage(
+            window=self.display.create_resource_object("window", wid),
+            client_type=self.atom(message),
+            data=(32, (data + [0] * 5)[:5]),
+        )
+        self.root.send_event(ev, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+
+    def activate(self, wid: int) -> None:
+        """Ask the WM to raise and focus a window (source 2 = pager: focus-stealing prevention allows it)."""
+        self._client_message(wid, "_NET_ACTIVE_WINDOW", [2, X.CurrentTime, 0])
+        self.display.flush()
+
+    def maximize(self, wid: int) -> None:
+        self._client_message(
+            wid,
+            "_NET_WM_STATE",
+            [1, self.atom("_NET_WM_STATE_MAXIMIZED_VERT"), self.atom("_NET_WM_STATE_MAXIMIZED_HORZ"), 2],
+        )
+        self.display.flush()
+
+    def show_desktop(self, on: bool = True) -> None:
+        self._client_message(self.root.id, "_NET_SHOWING_DESKTOP", [1 if on else 0])
+        self.display.flush()
+
+    def showing_desktop(self) -> bool:
+        prop = self.root.get_full_property(self.atom("_NET_SHOWING_DESKTOP"), Xatom.CARDINAL)
+        return bool(prop and len(prop.value) and prop.value[0])

@@ -1,0 +1,113 @@
+"""The task service (port 9991): its app, its lifespan, its routes.
+
+Run with ``uvicorn --factory deskpilot.tasks.app:create_app --port 9991`` (settings from the environment, see
+``TaskSettings``); one process per desktop, since each runs that desktop's worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.utils import get_openapi
+
+from deskpilot import __version__, logs
+from deskpilot.computer.client import DesktopClient
+from deskpilot.config import TaskSettings
+from deskpilot.tasks.events import EventHub
+from deskpilot.tasks.executor import Executor, load_executor
+from deskpilot.tasks.handlers import install_error_handlers
+from deskpilot.tasks.routes import events, health, messages, tasks
+from deskpilot.tasks.schemas import TaskCreate
+from deskpilot.tasks.service import TaskService
+from deskpilot.tasks.store import Store
+from deskpilot.tasks.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    settings: TaskSettings | None = None,
+    *,
+    executor: Executor | None = None,
+    desktop: DesktopClient | None = None,
+) -> FastAPI:
+    logs.configure()
+    settings = settings or TaskSettings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = await Store.open(settings.database_url, desktop_files_dir=settings.desktop_files_dir)
+        hub = EventHub()
+        store.subscribe(hub.publish)
+        client = desktop or DesktopClient(settings.desktop_url, settings.desktop_timeout)
+        run = executor or load_executor(settings.executor)
+        warming = _warm_up(run)
+        worker = None
+        if settings.worker_enabled:
+            worker = Worker(
+                store,
+                run,
+                client,
+                worker_id=settings.worker_id or None,
+                lease_seconds=settings.lease_seconds,
+                poll_seconds=settings.poll_seconds,
+            )
+            await worker.start()
+        app.state.tasks = TaskService(settings, store, hub, client, worker, run)
+        try:
+            yield
+        finally:
+            if warming is not None:
+                warming.cancel()
+            if worker is not None:
+                await worker.stop()
+            if desktop is None:
+                await client.aclose()
+            await store.close()
+
+    app = FastAPI(title="Deskpilot tasks", version=__version__, lifespan=lifespan)
+    install_error_handlers(app)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=["*"],
+        allow_methods=["*"],
+        allow_headers=["*"],
+        expose_headers=["X-Total-Count"],
+    )
+    for module in (health, tasks, messages, events):
+        app.include_router(module.router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, routes=app.routes, description=__doc__)
+            extra = TaskCreate.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components.update(extra.pop("$defs", {}))
+            components["TaskCreate"] = extra
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def _warm_up(executor: Executor) -> asyncio.Task[None] | None:
+    """Start the executor's optional warm-up (the agent imports LiteLLM off the event loop) in the
+    background: the API answers at once, and the first task does not pay for it."""
+    warm = getattr(executor, "warm_up", None)
+    if warm is None:
+        return None
+
+    async def run() -> None:
+        try:
+            await warm()
+        except Exception:
+            log.exception("the executor's warm-up failed; it will retry on first use")
+
+    return asyncio.create_task(run(), name="executor warm-up")

@@ -1,0 +1,94 @@
+"""The task service's error handlers: every 4xx/5xx as ``{statusCode, message, error}``."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
+
+from deskpilot.errors import AgentError, agent_error_body
+
+log = logging.getLogger(__name__)
+
+
+def _field(loc: tuple | list) -> str:
+    """('body', 'files', 0, 'name') -> 'files[0].name'; the location kind (body/query/path) is dropped."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]
+    out = ""
+    # union members appear as tags such as 'constrained-str' or 'list[ContentBlock]': not fields
+    parts = [part for part in parts if not (isinstance(part, str) and ("[" in part or "-" in part))]
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "body"
+
+
+def validation_message(errors: list) -> str:
+    """One line per invalid field, each starting with the field's name."""
+    lines = []
+    seen: set[str] = set()
+    for error in errors:
+        where = _field(error.get("loc", ()))
+        if where in seen:  # one line per field (a union reports each of its members)
+            continue
+        seen.add(where)
+        if error.get("type") == "json_invalid":
+            lines.append(f"body: invalid JSON ({error.get('ctx', {}).get('error', error.get('msg'))})")
+        elif error.get("type") == "missing":
+            lines.append(f"{where}: field required")
+        else:
+            lines.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(lines) or "invalid request"
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method any route serves on this path (Starlette names only the first matching route's)."""
+    matching = [
+        r
+        for r in request.app.router.routes
+        if getattr(r, "methods", None) and r.matches(request.scope)[0] != Match.NONE
+    ]
+    # A literal path (/tasks/models) wins over a template that also matches it (/tasks/{task_id}).
+    literal = [r for r in matching if getattr(r, "path", None) == request.url.path]
+    return sorted({m for r in (literal or matching) for m in r.methods})
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Our errors, FastAPI's validation errors (400, naming the field), unknown routes and methods, and
+    unexpected exceptions."""
+
+    async def on_agent_error(request, exc: AgentError):
+        return JSONResponse(agent_error_body(exc.status, exc.message), status_code=exc.status)
+
+    async def on_validation(request, exc: RequestValidationError):
+        return JSONResponse(agent_error_body(400, validation_message(list(exc.errors()))), status_code=400)
+
+    async def on_http(request, exc: StarletteHTTPException):
+        if exc.status_code == 404 and exc.detail == "Not Found":
+            message = f"Cannot {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            message = f"Method {request.method} is not allowed on {request.url.path}"
+        else:
+            message = str(exc.detail)
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(request))}
+        return JSONResponse(
+            agent_error_body(exc.status_code, message), status_code=exc.status_code, headers=headers
+        )
+
+    async def on_unexpected(request, exc: Exception):
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse(
+            agent_error_body(500, f"Internal server error: {type(exc).__name__}"), status_code=500
+        )
+
+    app.add_exception_handler(AgentError, on_agent_error)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,148 @@
+"""The queue's statements: claiming the next task, renewing and releasing its lease.
+
+One worker per desktop holds at most one task. A claim is one atomic UPDATE, so several workers (on one
+machine or many, sharing one PostgreSQL) never take the same task; a worker that dies stops renewing its
+lease and the task goes to the next worker once the lease runs out.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, func, or_, select, update
+
+from deskpilot.tasks.events import Event
+from deskpilot.tasks.lifecycle import apply_status, log_claimed, log_handed_back, log_status
+from deskpilot.tasks.models import Task
+from deskpilot.tasks.store import Store
+from deskpilot.tasks.types import TaskStatus
+
+
+class Leases:
+    """Claims and leases on the tasks of one ``Store``."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def claim_next(self, worker_id: str, lease_seconds: float) -> Task | None:
+        """Atomically take the next task and lease it to ``worker_id``; None when nothing is due.
+
+        Due are: IN_PROGRESS tasks nobody holds a live lease on (their worker died, or a human moved
+        them back from NEEDS_HELP), then PENDING tasks whose schedule has come, highest priority first,
+        oldest first. The pick and the UPDATE run in one transaction: atomic on SQLite (one writer,
+        BEGIN IMMEDIATE), and with FOR UPDATE SKIP LOCKED concurrent workers on PostgreSQL never take
+        the same row. The pick also reads what the lease replaces, for the log.
+        """
+        now = self.store.now()
+        due = or_(
+            and_(
+                Task.status == TaskStatus.PENDING,
+                or_(Task.scheduled_for.is_(None), Task.scheduled_for <= now),
+            ),
+            and_(
+                Task.status == TaskStatus.IN_PROGRESS,
+                or_(Task.lease_expires_at.is_(None), Task.lease_expires_at <= now),
+            ),
+        )
+        pick = (
+            select(Task.id, Task.status, Task.lease_owner)
+            .where(due)
+            .order_by(
+                (Task.status == TaskStatus.IN_PROGRESS).desc(),
+                Task.priority_rank.desc(),
+                Task.created_at,
+                Task.id,
+            )
+            .limit(1)
+        )
+        if not self.store.db.sqlite:
+            pick = pick.with_for_update(skip_locked=True)
+        async with self.store.writing() as session:
+            picked = (await session.execute(pick)).first()
+            if picked is None:
+                return None
+            claim = (
+                update(Task)
+                .where(Task.id == picked.id)
+                .values(
+                    status=TaskStatus.IN_PROGRESS,
+                    lease_owner=worker_id,
+                    lease_expires_at=now + timedelta(seconds=lease_seconds),
+                    executed_at=func.coalesce(Task.executed_at, now),
+                    updated_at=now,
+                )
+                .returning(Task)
+                .execution_options(synchronize_session=False)
+            )
+            task = (await session.scalars(claim)).one()
+        log_claimed(task, picked.status, picked.lease_owner, now)
+        self.store.emit(Event.task_updated(task))
+        return task
+
+    async def heartbeat(self, task_id: str, worker_id: str, lease_seconds: float) -> bool:
+        """Extend the lease; False when the task is no longer IN_PROGRESS under this worker's lease."""
+        exp = self.store.now() + timedelta(seconds=lease_seconds)
+        async with self.store.writing() as session:
+            res = await session.execute(
+                update(Task)
+                .where(
+                    Task.id == task_id, Task.lease_owner == worker_id, Task.status == TaskStatus.IN_PROGRESS
+                )
+                .values(lease_expires_at=exp)
+                .execution_options(synchronize_session=False)
+            )
+        return res.rowcount == 1
+
+    async def release(
+        self, task_id: str, worker_id: str, *, unfinished_error: str | None = None
+    ) -> Task | None:
+        """The worker is done with the task: drop its lease. If the task is still IN_PROGRESS under this
+        worker, it failed (``unfinished_error``) — an executor must leave it in another status."""
+        async with self.store.writing() as session:
+            task = await session.get(Task, task_id, with_for_update=True)
+            if task is None or task.lease_owner != worker_id:
+                return task
+            now = self.store.now()
+            changed = False
+            if task.status == TaskStatus.IN_PROGRESS:
+                apply_status(task, TaskStatus.FAILED, now)
+                task.error = unfinished_error or "the agent stopped without finishing the task"
+                changed = True
+            task.lease_owner = task.lease_expires_at = None
+            task.updated_at = now
+            await self.store.notify(session, task_id)
+        if changed:
+            log_status(task, TaskStatus.IN_PROGRESS, worker_id, now)
+            self.store.emit(Event.task_updated(task))
+        return task
+
+    async def abandon(self, task_id: str, worker_id: str) -> None:
+        """Hand an IN_PROGRESS task back unfinished (worker shutdown): the next worker resumes it."""
+        async with self.store.writing() as session:
+            handed = await session.execute(
+                update(Task)
+                .where(
+                    Task.id == task_id, Task.lease_owner == worker_id, Task.status == TaskStatus.IN_PROGRESS
+                )
+                .values(lease_owner=None, lease_expires_at=None)
+                .execution_options(synchronize_session=False)
+            )
+            await self.store.notify(session, task_id)
+        if handed.rowcount == 1:
+            log_handed_back(task_id, worker_id)
+
+    async def next_due_at(self) -> datetime | None:
+        """When the queue next changes by itself: a scheduled task comes due or a lease expires."""
+        async with self.store.reading() as session:
+            sched = await session.scalar(
+                select(func.min(Task.scheduled_for)).where(
+                    Task.status == TaskStatus.PENDING, Task.scheduled_for.is_not(None)
+                )
+            )
+            lease = await session.scalar(
+                select(func.min(Task.lease_expires_at)).where(
+                    Task.status == TaskStatus.IN_PROGRESS, Task.lease_expires_at.is_not(None)
+                )
+            )
+        found = [t for t in (sched, lease) if t is not None]
+        return min(found) if found else None

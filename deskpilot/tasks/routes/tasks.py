@@ -1,0 +1,136 @@
+"""``/tasks``: create, list, read, change and delete tasks."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+from deskpilot.errors import BadRequest
+from deskpilot.tasks.deps import Service
+from deskpilot.tasks.schemas import (
+    ErrorOut,
+    ModelOut,
+    TaskDetail,
+    TaskOut,
+    TaskPatch,
+    task_detail_json,
+    task_json,
+)
+from deskpilot.tasks.types import TaskStatus
+from deskpilot.tasks.uploads import MULTIPART_SCHEMA, read_create_request
+from deskpilot.web import json_response
+
+router = APIRouter(prefix="/tasks", tags=["tasks"])
+
+_ONE_STATUS = "|".join(TaskStatus)
+STATUSES_PATTERN = rf"^({_ONE_STATUS})(,({_ONE_STATUS}))*$"
+ERRORS: dict[int | str, dict[str, Any]] = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}}
+TASK_ID_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "unknown task id"}}
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Offset = Annotated[int, Query(ge=0, le=1_000_000_000)]
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=TaskOut,
+    responses={**ERRORS, 413: {"model": ErrorOut, "description": "upload too large"}},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/TaskCreate"}},
+                "multipart/form-data": {"schema": MULTIPART_SCHEMA},
+            },
+        }
+    },
+)
+async def create_task(request: Request, service: Service) -> Response:
+    """Create a PENDING task from JSON (files as base64) or multipart/form-data (`files` parts)."""
+    body, files = await read_create_request(request, service.settings)
+    task = await service.store.create_task(
+        body.description,
+        priority=body.priority,
+        type=body.type,
+        scheduled_for=body.scheduled_for,
+        model=body.model,
+        created_by=body.created_by,
+        files=files,
+    )
+    return json_response(task_json(task), 201)
+
+
+@router.get("", response_model=list[TaskOut], responses=ERRORS)
+async def list_tasks(
+    service: Service,
+    status: Annotated[TaskStatus | None, Query(description="only tasks in this status")] = None,
+    statuses: Annotated[
+        list[str] | None,
+        Query(
+            description="several statuses, comma-separated or repeated",
+            json_schema_extra={"items": {"type": "string", "pattern": STATUSES_PATTERN}},
+        ),
+    ] = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> Response:
+    """Tasks newest first; `X-Total-Count` is the number matching the filter."""
+    wanted: set[str] = {status} if status else set()
+    for item in statuses or []:
+        # the documented pattern, so an empty or malformed list is refused rather than ignored
+        if not re.fullmatch(STATUSES_PATTERN, item):
+            bad = next((v for v in item.split(",") if v not in TaskStatus.__members__), item)
+            raise BadRequest(f"statuses: unknown status {bad!r}; one of {', '.join(TaskStatus)}")
+        wanted.update(item.split(","))
+    tasks, total = await service.store.list_tasks(wanted or None, limit, offset)
+    return json_response([task_json(t) for t in tasks], headers={"X-Total-Count": str(total)})
+
+
+@router.get("/in-progress", response_model=TaskOut | None)
+async def in_progress(service: Service) -> Response:
+    """The task IN_PROGRESS (this agent's own first), or `null`."""
+    task = await service.in_progress()
+    return json_response(task_json(task) if task else None)
+
+
+@router.get("/models", response_model=list[ModelOut])
+async def models(service: Service) -> Response:
+    """Models the agent can use (empty when none is configured)."""
+    return json_response(await service.models())
+
+
+@router.get("/{task_id}", response_model=TaskDetail, responses=TASK_ID_ERRORS)
+async def get_task(task_id: str, service: Service) -> Response:
+    task, messages, files = await service.store.get_task_detail(task_id)
+    return json_response(task_detail_json(task, messages, files))
+
+
+@router.patch("/{task_id}", response_model=TaskOut, responses=ERRORS)
+async def patch_task(task_id: str, body: TaskPatch, service: Service) -> Response:
+    """Change `status` (allowed moves only), `priority`, or `description` while PENDING."""
+    task = await service.update(
+        task_id, status=body.status, priority=body.priority, description=body.description
+    )
+    return json_response(task_json(task))
+
+
+@router.delete("/{task_id}", status_code=204, responses=TASK_ID_ERRORS)
+async def delete_task(task_id: str, service: Service) -> Response:
+    """Delete the task with its messages and files; a running task is cancelled first."""
+    await service.delete(task_id)
+    return Response(status_code=204)
+
+
+@router.post("/{task_id}/takeover", response_model=TaskOut, responses=ERRORS)
+async def takeover(task_id: str, service: Service) -> Response:
+    """A human takes control of the desktop: the agent takes no action until /resume."""
+    return json_response(task_json(await service.take_over(task_id)))
+
+
+@router.post("/{task_id}/resume", response_model=TaskOut, responses=TASK_ID_ERRORS)
+async def resume(task_id: str, service: Service) -> Response:
+    """Control goes back to the agent."""
+    return json_response(task_json(await service.hand_back(task_id)))

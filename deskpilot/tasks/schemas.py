@@ -1,0 +1,208 @@
+"""The agent API's JSON, camelCase on the wire. Input models validate; output is built by plain functions
+(``task_json`` ...) because they sit on the hot path, and the output models document it in OpenAPI."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from deskpilot.tasks.models import Message, Task, TaskFile
+from deskpilot.tasks.types import Role, TaskPriority, TaskStatus, TaskType
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+# --------------------------------------------------------------------------------------------- input
+
+
+class FileIn(_Camel):
+    """A file sent inside a JSON create request."""
+
+    name: str = Field(min_length=1, max_length=1024)
+    data: str | None = Field(default=None, description="base64 of the content")
+    base64: str | None = Field(default=None, description="alias of data")
+    type: str | None = Field(default=None, description="media type; guessed from the name when omitted")
+
+
+class TaskCreate(_Camel):
+    description: str = Field(min_length=1, max_length=100_000)
+    priority: TaskPriority = TaskPriority.MEDIUM
+    type: TaskType | None = Field(default=None, description="IMMEDIATE (default) or SCHEDULED")
+    scheduled_for: datetime | None = Field(default=None, description="required for SCHEDULED; UTC if naive")
+    model: str | None = Field(default=None, max_length=200, description="a `name` from GET /tasks/models")
+    created_by: Role = Role.USER
+    files: list[FileIn] = Field(default_factory=list)
+
+    @field_validator("scheduled_for", mode="before")
+    @classmethod
+    def _iso_only(cls, value: Any) -> Any:
+        # pydantic would also take numbers and bare dates; the API promises ISO 8601 date-times only.
+        if (
+            value is not None
+            and not isinstance(value, datetime)
+            and not (isinstance(value, str) and _DATE_TIME.match(value))
+        ):
+            raise ValueError("must be an ISO 8601 date-time such as 2030-01-31T09:00:00Z")
+        return value
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_name(cls, value: Any) -> Any:
+        # Clients may send the whole model object of GET /tasks/models; its name is what is stored.
+        if isinstance(value, dict) and isinstance(value.get("name"), str):
+            return value["name"]
+        return value
+
+
+class TaskPatch(_Camel):
+    status: TaskStatus | None = None
+    priority: TaskPriority | None = None
+    description: str | None = Field(default=None, min_length=1, max_length=100_000)
+
+
+class ContentBlock(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str = Field(min_length=1)
+
+
+class MessageCreate(_Camel):
+    content: (
+        Annotated[str, Field(min_length=1, max_length=100_000, pattern=r"\S")]
+        | Annotated[list[ContentBlock], Field(min_length=1)]
+    ) = Field(description="text, or a list of content blocks")
+
+    def blocks(self) -> list[dict[str, Any]]:
+        if isinstance(self.content, str):
+            return [{"type": "text", "text": self.content}]
+        return [b.model_dump() for b in self.content]
+
+
+# -------------------------------------------------------------------------------------------- output
+
+
+class TaskOut(_Camel):
+    id: str
+    description: str
+    status: TaskStatus
+    priority: TaskPriority
+    type: TaskType
+    scheduled_for: datetime | None
+    model: str | None
+    control: Role
+    created_by: Role
+    error: str | None
+    result: Any | None = None
+    created_at: datetime
+    updated_at: datetime
+    executed_at: datetime | None
+    completed_at: datetime | None
+
+
+class MessageOut(_Camel):
+    id: str
+    task_id: str
+    role: Role
+    content: list[dict[str, Any]]
+    created_at: datetime
+    updated_at: datetime
+
+
+class FileOut(_Camel):
+    id: str
+    name: str
+    media_type: str
+    size: int
+    path: str = Field(description="where the file is (or will be) on the desktop")
+    written_at: datetime | None = Field(description="when it was written onto the desktop")
+    created_at: datetime
+
+
+class TaskDetail(TaskOut):
+    messages: list[MessageOut]
+    files: list[FileOut]
+
+
+class ModelOut(_Camel):
+    provider: str
+    name: str
+    title: str
+    context_window: int | None = None
+
+
+class ErrorOut(BaseModel):
+    statusCode: int
+    message: str
+    error: str
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str
+    database: str
+    worker: bool
+
+
+def iso(dt: datetime | None) -> str | None:
+    """ISO 8601 UTC with milliseconds and a Z, as JavaScript prints dates."""
+    if dt is None:
+        return None
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def task_json(task: Task) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "description": task.description,
+        "status": task.status,
+        "priority": task.priority,
+        "type": task.type,
+        "scheduledFor": iso(task.scheduled_for),
+        "model": task.model,
+        "control": task.control,
+        "createdBy": task.created_by,
+        "error": task.error,
+        "result": task.result,
+        "createdAt": iso(task.created_at),
+        "updatedAt": iso(task.updated_at),
+        "executedAt": iso(task.executed_at),
+        "completedAt": iso(task.completed_at),
+    }
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "taskId": message.task_id,
+        "role": message.role,
+        "content": message.content,
+        "createdAt": iso(message.created_at),
+        "updatedAt": iso(message.updated_at),
+    }
+
+
+def file_json(file: TaskFile) -> dict[str, Any]:
+    return {
+        "id": file.id,
+        "name": file.name,
+        "mediaType": file.media_type,
+        "size": file.size,
+        "path": file.desktop_path,
+        "writtenAt": iso(file.written_at),
+        "createdAt": iso(file.created_at),
+    }
+
+
+def task_detail_json(task: Task, messages: list[Message], files: list[TaskFile]) -> dict[str, Any]:
+    return {
+        **task_json(task),
+        "messages": [message_json(message) for message in messages],
+        "files": [file_json(file) for file in files],
+    }

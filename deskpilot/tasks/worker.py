@@ -1,0 +1,216 @@
+"""The queue's worker: claims the next task, saves its files onto the desktop, runs the executor on it.
+
+One worker per desktop runs one task at a time. It sleeps on an ``asyncio.Event`` that every local change
+sets (create, patch, message), so a new task starts at once; a timer wakes it only for what nobody
+announces: a scheduled task coming due, a lease running out, and on PostgreSQL other processes' changes
+(LISTEN/NOTIFY, with ``poll_seconds`` as the fallback). What runs a task is an ``Executor``
+(``deskpilot.tasks.executor``).
+
+Run one task-service process per desktop (no ``uvicorn --workers``): each process has one worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+
+from sqlalchemy.engine import make_url
+
+from deskpilot.computer.client import DesktopClient, DesktopClientError
+from deskpilot.tasks.events import Event
+from deskpilot.tasks.executor import Executor, TaskContext
+from deskpilot.tasks.leases import Leases
+from deskpilot.tasks.models import Task, utcnow
+from deskpilot.tasks.store import NOTIFY_CHANNEL, Store
+from deskpilot.tasks.types import TaskStatus
+
+log = logging.getLogger(__name__)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        executor: Executor,
+        desktop: DesktopClient,
+        *,
+        worker_id: str | None = None,
+        lease_seconds: float = 30.0,
+        poll_seconds: float = 5.0,
+    ) -> None:
+        self.store = store
+        self.leases = Leases(store)
+        self.executor = executor
+        self.desktop = desktop
+        self.worker_id = worker_id or default_worker_id()
+        self.lease_seconds = lease_seconds
+        self.poll_seconds = poll_seconds
+        self.current_task_id: str | None = None
+        self._ctx: TaskContext | None = None
+        self._run: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._loop_task: asyncio.Task | None = None
+        self._listen_task: asyncio.Task | None = None
+        self._unsubscribe = store.subscribe(self._on_event)
+
+    # -- life cycle
+
+    async def start(self) -> None:
+        self._loop_task = asyncio.create_task(self._main(), name=f"worker {self.worker_id}")
+        if not self.store.db.sqlite:
+            self._listen_task = asyncio.create_task(self._listen(), name="worker LISTEN")
+
+    async def stop(self) -> None:
+        """Stop claiming; a running task is interrupted and handed back to the queue at once."""
+        self._stopping = True
+        self._unsubscribe()
+        self._wake.set()
+        for job in (self._listen_task, self._loop_task):
+            if job is not None:
+                job.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await job
+
+    def _on_event(self, event: Event) -> None:
+        if event.kind != "task_deleted":
+            self._wake.set()
+        if self._ctx is not None and event.kind == "task_updated" and event.task_id == self.current_task_id:
+            self._ctx.control_changed.set()
+
+    async def cancel_task(self, task_id: str, wait_seconds: float = 10.0) -> bool:
+        """Cancel the executor if it is running ``task_id`` here; waits for it to stop. True if it was."""
+        run = self._run
+        if run is None or self.current_task_id != task_id or run.done():
+            return False
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError, Exception):
+            await asyncio.wait_for(asyncio.shield(run), wait_seconds)
+        return True
+
+    # -- the loop
+
+    async def _main(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                task = await self.leases.claim_next(self.worker_id, self.lease_seconds)
+            except Exception:
+                log.exception("claiming a task failed; retrying", extra={"worker": self.worker_id})
+                await asyncio.sleep(1)
+                continue
+            if task is not None:
+                await self._execute(task)
+                continue
+            await self._sleep()
+
+    async def _sleep(self) -> None:
+        timeout = self.poll_seconds
+        with contextlib.suppress(Exception):
+            due = await self.leases.next_due_at()
+            if due is not None:
+                timeout = min(timeout, max(0.0, (due - utcnow()).total_seconds()) + 0.005)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _execute(self, task: Task) -> None:
+        ctx = TaskContext(self.store, self.desktop, task.id, self.poll_seconds)
+        self.current_task_id, self._ctx = task.id, ctx
+        self._run = asyncio.create_task(self._prepare_and_run(task, ctx), name=f"task {task.id}")
+        heartbeat = asyncio.create_task(self._heartbeat(task.id, self._run))
+        error: str | None = None
+        try:
+            await asyncio.wait({self._run})
+            if self._run.cancelled():
+                error = "the run was cancelled"
+            elif (exc := self._run.exception()) is not None:
+                log.error("the executor failed", extra={"task": task.id}, exc_info=exc)
+                error = f"{type(exc).__name__}: {exc}"
+            else:
+                error = "the agent stopped without setting a final status"
+        except asyncio.CancelledError:  # the worker is stopping: hand the task back to the queue
+            self._run.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._run
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self.leases.abandon(task.id, self.worker_id))
+            raise
+        finally:
+            heartbeat.cancel()
+            self.current_task_id, self._ctx, self._run = None, None, None
+        try:
+            await self.leases.release(task.id, self.worker_id, unfinished_error=error)
+        except Exception:
+            log.exception("releasing the task failed", extra={"task": task.id})
+
+    async def _prepare_and_run(self, task: Task, ctx: TaskContext) -> None:
+        for upload in await self.store.pending_files(task.id):
+            try:
+                await self.desktop.write_file(upload.desktop_path, upload.data)
+            except DesktopClientError as exc:
+                await ctx.update(
+                    status=TaskStatus.FAILED,
+                    error=f"could not save {upload.name} on the desktop: {exc.message}",
+                )
+                return
+            await self.store.mark_file_written(upload.id)
+        await self.executor.execute(task.id, ctx)
+
+    async def _heartbeat(self, task_id: str, run: asyncio.Task) -> None:
+        """Renew the lease; cancel the run when the task was taken away (deleted, cancelled, or another
+        worker holds it) by a change this process did not see."""
+        interval = max(self.lease_seconds / 3, 0.05)
+        while not run.done():
+            await asyncio.sleep(interval)
+            try:
+                if await self.leases.heartbeat(task_id, self.worker_id, self.lease_seconds):
+                    continue
+                state = await self.store.task_state(task_id)
+            except Exception:
+                log.exception("renewing the lease failed", extra={"task": task_id})
+                continue
+            if state is None or state[0] == TaskStatus.CANCELLED:
+                reason = "deleted" if state is None else "cancelled"
+            elif state[0] == TaskStatus.IN_PROGRESS and state[2] != self.worker_id:
+                reason = f"claimed by {state[2]}"
+            else:
+                continue
+            log.warning(
+                "the task's run stops", extra={"task": task_id, "worker": self.worker_id, "reason": reason}
+            )
+            run.cancel()
+            return
+
+    async def _listen(self) -> None:
+        """PostgreSQL LISTEN: other processes' task changes wake this worker too."""
+        import asyncpg
+
+        dsn = make_url(self.store.db.url).set(drivername="postgresql").render_as_string(hide_password=False)
+        while not self._stopping:
+            conn = None
+            try:
+                conn = await asyncpg.connect(dsn)
+                await conn.add_listener(NOTIFY_CHANNEL, lambda *_: self._wake.set())
+                self._wake.set()  # catch up on anything missed while not listening
+                while not self._stopping:
+                    await asyncio.sleep(30)
+                    await conn.execute("SELECT 1")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning(
+                    "LISTEN failed; polling instead",
+                    extra={"channel": NOTIFY_CHANNEL, "error": repr(exc), "poll_s": self.poll_seconds},
+                )
+                await asyncio.sleep(self.poll_seconds)
+            finally:
+                if conn is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(conn.close(timeout=2))

@@ -1,0 +1,53 @@
+"""The UI's pages, rendered on the server from the agent's API so the first paint needs no JavaScript."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from deskpilot import __version__
+from deskpilot.ui.agent import AgentFailed, AgentUnavailable
+from deskpilot.ui.deps import Agent, Settings
+from deskpilot.ui.render import models_state, render, task_list, task_state
+
+router = APIRouter()
+
+
+@router.get("/health")
+def health() -> dict[str, str]:
+    return {"status": "ok", "version": __version__}
+
+
+@router.get("/", response_class=HTMLResponse)
+async def index(
+    request: Request, agent: Agent, settings: Settings, filter: str = "all", offset: int = 0
+) -> HTMLResponse:
+    context = await task_list(agent, filter, max(offset, 0), settings.page_size)
+    context.update(await models_state(agent))
+    return render(request, "index.html", context)
+
+
+@router.get("/tasks", include_in_schema=False)
+def tasks_alias() -> RedirectResponse:
+    return RedirectResponse("/", status_code=307)
+
+
+@router.get("/tasks/new", response_class=HTMLResponse)
+async def new_task(request: Request, agent: Agent) -> HTMLResponse:
+    return render(request, "new.html", await models_state(agent))
+
+
+@router.get("/tasks/{task_id}", response_class=HTMLResponse)
+async def task_detail(request: Request, task_id: str, agent: Agent) -> HTMLResponse:
+    try:
+        task = await agent.get_task(task_id)
+    except AgentUnavailable as exc:
+        return render(request, "task.html", {"task": None, "task_id": task_id, "error": str(exc)}, 502)
+    except AgentFailed as exc:
+        return render(
+            request, "task.html", {"task": None, "task_id": task_id, "error": exc.message}, exc.status
+        )
+    context = {"task": task, "task_id": task_id, "error": None, "task_state": task_state(task)}
+    if task.get("status") == "PENDING":  # say why it may not start
+        context.update(await models_state(agent))
+    return render(request, "task.html", context)

@@ -1,0 +1,109 @@
+"""What pages and fragments share: the templates, and the data they are rendered from (the task list,
+the model picker, a task's state with its result as text)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from deskpilot import __version__
+from deskpilot.config import PROVIDERS, PROXY_VAR
+from deskpilot.tasks.types import FINISHED, TaskPriority
+from deskpilot.ui.agent import FILTERS, AgentClient, AgentFailed, AgentUnavailable, statuses_for
+from deskpilot.ui.conversation import render_message
+
+STATUS_LABELS: dict[str, str] = {
+    "PENDING": "Queued",
+    "IN_PROGRESS": "Running",
+    "NEEDS_HELP": "Needs help",
+    "NEEDS_REVIEW": "Needs review",
+    "COMPLETED": "Completed",
+    "CANCELLED": "Cancelled",
+    "FAILED": "Failed",
+}
+
+
+def result_text(result: Any) -> str:
+    """A task's result as a person reads it: the agent's description (``{"description": ...}``, what the
+    agent loop stores), a string as is, other shapes as ``key: value`` lines or ``- item`` lines."""
+    if result is None:
+        return ""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, dict):
+        lines = [str(result["description"])] if "description" in result else []
+        lines += [f"{key}: {_inline(value)}" for key, value in result.items() if key != "description"]
+        return "\n".join(lines)
+    if isinstance(result, list):
+        return "\n".join(f"- {_inline(item)}" for item in result)
+    return str(result)
+
+
+def _inline(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+    env = templates.env
+    env.globals.update(
+        status_labels=STATUS_LABELS,
+        priorities=[p.value for p in TaskPriority],
+        providers=PROVIDERS,
+        proxy_var=PROXY_VAR,
+        filters=FILTERS,
+        finished=sorted(FINISHED),
+        version=__version__,
+    )
+    env.filters["status_label"] = lambda status: STATUS_LABELS.get(
+        status, str(status).replace("_", " ").title()
+    )
+    env.filters["title_case"] = lambda value: str(value or "").replace("_", " ").title()
+    env.filters["render_message"] = render_message
+    env.filters["result_text"] = result_text
+    return templates
+
+
+TEMPLATES = _templates()
+
+
+def render(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
+    return TEMPLATES.TemplateResponse(request, name, context, status_code=status_code)
+
+
+def task_state(task: dict[str, Any]) -> dict[str, Any]:
+    """What a task page follows: the task without its messages and files (a page catching up needs the
+    status, not every screenshot), with ``resultText``, the result as shown."""
+    state = {k: v for k, v in task.items() if k not in ("messages", "files")}
+    state["resultText"] = result_text(task.get("result"))
+    return state
+
+
+async def models_state(agent: AgentClient) -> dict[str, Any]:
+    """The model picker's options, or why there are none."""
+    try:
+        return {"models": await agent.models(), "models_error": None}
+    except (AgentUnavailable, AgentFailed) as exc:
+        return {"models": None, "models_error": str(exc)}
+
+
+async def task_list(agent: AgentClient, filter_key: str, offset: int, limit: int) -> dict[str, Any]:
+    """One page of the task list with the filter's statuses, or the agent's error."""
+    context: dict[str, Any] = {
+        "filter": filter_key,
+        "offset": offset,
+        "limit": limit,
+        "tasks": [],
+        "total": 0,
+    }
+    try:
+        context["tasks"], context["total"] = await agent.list_tasks(statuses_for(filter_key), limit, offset)
+        context["error"] = None
+    except (AgentUnavailable, AgentFailed) as exc:
+        context["error"] = str(exc)
+    return context
