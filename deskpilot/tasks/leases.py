@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import Select, and_, func, or_, select, update
 
 from deskpilot.tasks.events import Event
 from deskpilot.tasks.lifecycle import apply_status, log_claimed, log_handed_back, log_status
@@ -33,34 +33,14 @@ class Leases:
         BEGIN IMMEDIATE), and with FOR UPDATE SKIP LOCKED concurrent workers on PostgreSQL never take
         the same row. The pick also reads what the lease replaces, for the log.
         """
-        now = self.store.now()
-        due = or_(
-            and_(
-                Task.status == TaskStatus.PENDING,
-                or_(Task.scheduled_for.is_(None), Task.scheduled_for <= now),
-            ),
-            and_(
-                Task.status == TaskStatus.IN_PROGRESS,
-                or_(Task.lease_expires_at.is_(None), Task.lease_expires_at <= now),
-            ),
-        )
-        pick = (
-            select(Task.id, Task.status, Task.lease_owner)
-            .where(due)
-            .order_by(
-                (Task.status == TaskStatus.IN_PROGRESS).desc(),
-                Task.priority_rank.desc(),
-                Task.created_at,
-                Task.id,
-            )
-            .limit(1)
-        )
-        if not self.store.db.sqlite:
-            pick = pick.with_for_update(skip_locked=True)
         async with self.store.writing() as session:
-            picked = (await session.execute(pick)).first()
+            now = self.store.now()
+            picked = (await session.execute(_pick(now, sqlite=self.store.db.sqlite))).first()
             if picked is None:
                 return None
+            # Never stamp the claim older than the change it follows (a human's reply re-queued the task
+            # while this worker waited for the write lock): clients order a task's updates by updatedAt.
+            now = max(now, picked.updated_at + timedelta(microseconds=1))
             claim = (
                 update(Task)
                 .where(Task.id == picked.id)
@@ -146,3 +126,32 @@ class Leases:
             )
         found = [t for t in (sched, lease) if t is not None]
         return min(found) if found else None
+
+
+def _pick(now: datetime, *, sqlite: bool) -> Select[str, str, str | None, datetime]:
+    """The next due task: IN_PROGRESS ones nobody holds a live lease on first, then PENDING ones whose
+    schedule has come, highest priority first, oldest first."""
+    due = or_(
+        and_(
+            Task.status == TaskStatus.PENDING,
+            or_(Task.scheduled_for.is_(None), Task.scheduled_for <= now),
+        ),
+        and_(
+            Task.status == TaskStatus.IN_PROGRESS,
+            or_(Task.lease_expires_at.is_(None), Task.lease_expires_at <= now),
+        ),
+    )
+    pick = (
+        select(Task.id, Task.status, Task.lease_owner, Task.updated_at)
+        .where(due)
+        .order_by(
+            (Task.status == TaskStatus.IN_PROGRESS).desc(),
+            Task.priority_rank.desc(),
+            Task.created_at,
+            Task.id,
+        )
+        .limit(1)
+    )
+    if not sqlite:
+        pick = pick.with_for_update(skip_locked=True)
+    return pick

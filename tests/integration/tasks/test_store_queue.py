@@ -6,11 +6,12 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import update
 
 from deskpilot.errors import InvalidTransition, TaskNotFound
 from deskpilot.tasks.leases import Leases
 from deskpilot.tasks.lifecycle import TRANSITIONS, check_transition
-from deskpilot.tasks.models import utcnow
+from deskpilot.tasks.models import Task, utcnow
 from deskpilot.tasks.store import Store
 from deskpilot.tasks.types import TaskStatus
 from deskpilot.tasks.uploads import safe_name, unique_names
@@ -124,6 +125,21 @@ async def test_scheduled_task_becomes_claimable_when_due(db_url: str) -> None:
         await _sleep_until(t.scheduled_for)
         claimed = await Leases(store).claim_next("w", 60)
         assert claimed is not None and claimed.id == t.id and claimed.executed_at is not None
+    finally:
+        await store.close()
+
+
+async def test_a_claim_is_never_stamped_older_than_the_change_it_follows(db_url: str) -> None:
+    """A reply re-queues a task while the worker waits for the write lock; a client that orders a task's
+    updates by updatedAt (the UI does) must see the claim as the newer one."""
+    store = await _store(db_url)
+    try:
+        t = await store.create_task("x")
+        ahead = utcnow() + timedelta(seconds=5)  # the re-queue was stamped after the worker read its clock
+        async with store.writing() as session:
+            await session.execute(update(Task).where(Task.id == t.id).values(updated_at=ahead))
+        claimed = await Leases(store).claim_next("w", 60)
+        assert claimed is not None and claimed.updated_at > ahead
     finally:
         await store.close()
 
