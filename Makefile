@@ -31,6 +31,7 @@ run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stop
 
 test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest
 
 e2e: system-test $(STAMP) ## only the end-to-end tests (boot the whole appliance, real browser)
@@ -46,9 +47,10 @@ bench/mcp-ts/node_modules: bench/mcp-ts/package-lock.json
 helm-lint: system-test $(STAMP) $(HELM) ## lint the Helm chart and validate what it renders (tests/integration/test_helm.py)
 	$(VENV)/bin/pytest -q tests/integration/test_helm.py
 
-lint: $(STAMP) ## ruff, ruff format check, shellcheck
+lint: $(STAMP) ## ruff, ruff format check, mypy --strict, shellcheck
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	shellcheck scripts/*.sh .ci/run
 
 format: $(STAMP) ## apply ruff's fixes and formatting

@@ -105,7 +105,7 @@ class Computer:
 
     async def _frame(self) -> str:
         body = await self._call("screenshot", width=self.image.width)
-        return body["data"]["image"]
+        return str(body["data"]["image"])
 
     def _fit(self, b64: str) -> str:
         """The frame at the model's size; resized here only if the desktop did not do it."""

@@ -293,7 +293,8 @@ def parse_action(body: Any) -> Action:
     try:
         _reject_look_alikes(name, model, body)
         try:
-            return model.model_validate(body)
+            action: Action = model.model_validate(body)  # type: ignore[assignment]  # the union's member
+            return action
         except ValidationError as exc:
             raise InvalidAction(f"{name}: " + _describe(exc)) from None
     except InvalidAction as exc:
@@ -320,7 +321,7 @@ def _unknown_action(name: object) -> str:
     return f"unknown action {name!r}{did_you_mean} Valid actions: {valid}"
 
 
-def _reject_look_alikes(name: str, model: type[BaseModel], body: dict) -> None:
+def _reject_look_alikes(name: str, model: type[BaseModel], body: dict[str, Any]) -> None:
     for wrong, (right, example) in LOOK_ALIKES.items():
         if wrong in body and right in model.model_fields and right not in body:
             raise InvalidAction(f"{name}: unknown field '{wrong}'; this action takes '{right}': {example}")
@@ -337,7 +338,7 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(parts[:5]) + (f" (and {len(parts) - 5} more)" if len(parts) > 5 else "")
 
 
-def openapi_schema() -> tuple[dict, dict]:
+def openapi_schema() -> tuple[dict[str, Any], dict[str, Any]]:
     """(request body schema, component schemas) of the Action union, for the OpenAPI document."""
     schema = ACTION_ADAPTER.json_schema(ref_template="#/components/schemas/{model}")
     defs = schema.pop("$defs", {})

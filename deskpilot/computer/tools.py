@@ -134,7 +134,7 @@ def inline_schema(model: type[BaseModel], drop: Iterable[str] = ()) -> dict[str,
     """The JSON schema of `model` as a function's ``parameters``: refs inlined (Gemini and several local
     servers reject ``$ref``), pydantic's titles trimmed, `drop` fields removed."""
     schema = model.model_json_schema()
-    out = _inline(schema, schema.get("$defs", {}))
+    out: dict[str, Any] = _inline(schema, schema.get("$defs", {}))
     dropped = set(drop)
     out["properties"] = {k: v for k, v in out.get("properties", {}).items() if k not in dropped}
     _set_required(out, [k for k in out.get("required", []) if k not in dropped])

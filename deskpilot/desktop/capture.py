@@ -44,8 +44,7 @@ _IPC_PRIVATE, _IPC_CREAT, _IPC_RMID = 0, 0o1000, 0
 cv2.setNumThreads(1)  # 2 cores shared with the desktop apps: CPU time is the real cost
 
 
-# python-xlib has no type hints: its request classes are Any to mypy
-class _ShmAttach(rq.Request):  # type: ignore[misc]
+class _ShmAttach(rq.Request):
     _request = rq.Struct(
         rq.Card8("opcode"),
         rq.Opcode(1),
@@ -57,11 +56,11 @@ class _ShmAttach(rq.Request):  # type: ignore[misc]
     )
 
 
-class _ShmDetach(rq.Request):  # type: ignore[misc]
+class _ShmDetach(rq.Request):
     _request = rq.Struct(rq.Card8("opcode"), rq.Opcode(2), rq.RequestLength(), rq.Card32("shmseg"))
 
 
-class _ShmGetImage(rq.ReplyRequest):  # type: ignore[misc]
+class _ShmGetImage(rq.ReplyRequest):
     _request = rq.Struct(
         rq.Card8("opcode"),
         rq.Opcode(4),

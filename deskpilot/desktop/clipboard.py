@@ -136,7 +136,7 @@ class Clipboard:
                     self._own(*self._offers.get_nowait())
                 while self.display.pending_events():
                     ev = self.display.next_event()
-                    if ev.type == X.SelectionRequest:
+                    if isinstance(ev, xevent.SelectionRequest):
                         self._answer(ev)
                     elif ev.type == X.PropertyNotify and ev.state == X.PropertyDelete:
                         self._deleted(ev.window.id, ev.atom)

@@ -48,7 +48,8 @@ def _gii(buf: bytes) -> int | None:
     if len(buf) < 4:
         return None
     big_endian = buf[1] & 0x80
-    return 4 + struct.unpack_from(">H" if big_endian else "<H", buf, 2)[0]
+    length: int = struct.unpack_from(">H" if big_endian else "<H", buf, 2)[0]
+    return 4 + length
 
 
 def _qemu(buf: bytes) -> int | None:

@@ -17,7 +17,7 @@ import struct
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from Xlib import XK, X, Xatom, error
 from Xlib import display as xdisplay
@@ -44,14 +44,14 @@ def _tables_per_connection() -> None:
     connection of the process, at the codes that server gave them: a second server with other extensions
     (one without MIT-SHM numbers the rest differently) finds them taken, and connecting fails with a
     TypeError or its events decode as the wrong kind. Each connection gets its own copies instead."""
-    base_init = xdisplay._BaseDisplay.__init__
+    base_init: Any = xdisplay._BaseDisplay.__init__
 
-    def init(self: xdisplay._BaseDisplay, *args: object, **kwargs: object) -> None:
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
         base_init(self, *args, **kwargs)
-        self.event_classes = xevent.event_class.copy()
-        self.error_classes = error.xerror_class.copy()
+        self.event_classes = dict(xevent.event_class)
+        self.error_classes = dict(error.xerror_class)
 
-    xdisplay._BaseDisplay.__init__ = init
+    setattr(xdisplay._BaseDisplay, "__init__", init)  # noqa: B010 - a method assignment, said plainly
 
 
 _tables_per_connection()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -15,7 +17,7 @@ from deskpilot.errors import AgentError, agent_error_body
 log = logging.getLogger(__name__)
 
 
-def _field(loc: tuple | list) -> str:
+def _field(loc: Sequence[object]) -> str:
     """('body', 'files', 0, 'name') -> 'files[0].name'; the location kind (body/query/path) is dropped."""
     parts = list(loc)
     if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
@@ -28,7 +30,7 @@ def _field(loc: tuple | list) -> str:
     return out or "body"
 
 
-def validation_message(errors: list) -> str:
+def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:
     """One line per invalid field, each starting with the field's name."""
     lines = []
     seen: set[str] = set()
@@ -55,39 +57,45 @@ def _allowed_methods(request: Request) -> list[str]:
     ]
     # A literal path (/tasks/models) wins over a template that also matches it (/tasks/{task_id}).
     literal = [r for r in matching if getattr(r, "path", None) == request.url.path]
-    return sorted({m for r in (literal or matching) for m in r.methods})
+    return sorted({m for r in (literal or matching) for m in getattr(r, "methods", ())})
+
+
+async def on_agent_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, AgentError)
+    return JSONResponse(agent_error_body(exc.status, exc.message), status_code=exc.status)
+
+
+async def on_validation(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse(agent_error_body(400, validation_message(list(exc.errors()))), status_code=400)
+
+
+async def on_http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 404 and exc.detail == "Not Found":
+        message = f"Cannot {request.method} {request.url.path}"
+    elif exc.status_code == 405:
+        message = f"Method {request.method} is not allowed on {request.url.path}"
+    else:
+        message = str(exc.detail)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+    return JSONResponse(
+        agent_error_body(exc.status_code, message), status_code=exc.status_code, headers=headers
+    )
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error", extra={"method": request.method, "path": request.url.path})
+    return JSONResponse(
+        agent_error_body(500, f"Internal server error: {type(exc).__name__}"), status_code=500
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:
     """Our errors, FastAPI's validation errors (400, naming the field), unknown routes and methods, and
     unexpected exceptions."""
-
-    async def on_agent_error(request, exc: AgentError):
-        return JSONResponse(agent_error_body(exc.status, exc.message), status_code=exc.status)
-
-    async def on_validation(request, exc: RequestValidationError):
-        return JSONResponse(agent_error_body(400, validation_message(list(exc.errors()))), status_code=400)
-
-    async def on_http(request, exc: StarletteHTTPException):
-        if exc.status_code == 404 and exc.detail == "Not Found":
-            message = f"Cannot {request.method} {request.url.path}"
-        elif exc.status_code == 405:
-            message = f"Method {request.method} is not allowed on {request.url.path}"
-        else:
-            message = str(exc.detail)
-        headers = getattr(exc, "headers", None)
-        if exc.status_code == 405:
-            headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(request))}
-        return JSONResponse(
-            agent_error_body(exc.status_code, message), status_code=exc.status_code, headers=headers
-        )
-
-    async def on_unexpected(request, exc: Exception):
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse(
-            agent_error_body(500, f"Internal server error: {type(exc).__name__}"), status_code=500
-        )
-
     app.add_exception_handler(AgentError, on_agent_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)

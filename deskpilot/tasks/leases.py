@@ -63,15 +63,16 @@ class Leases:
         """Extend the lease; False when the task is no longer IN_PROGRESS under this worker's lease."""
         exp = self.store.now() + timedelta(seconds=lease_seconds)
         async with self.store.writing() as session:
-            res = await session.execute(
+            renewed = await session.scalar(
                 update(Task)
                 .where(
                     Task.id == task_id, Task.lease_owner == worker_id, Task.status == TaskStatus.IN_PROGRESS
                 )
                 .values(lease_expires_at=exp)
+                .returning(Task.id)
                 .execution_options(synchronize_session=False)
             )
-        return res.rowcount == 1
+        return renewed is not None
 
     async def release(
         self, task_id: str, worker_id: str, *, unfinished_error: str | None = None
@@ -99,16 +100,17 @@ class Leases:
     async def abandon(self, task_id: str, worker_id: str) -> None:
         """Hand an IN_PROGRESS task back unfinished (worker shutdown): the next worker resumes it."""
         async with self.store.writing() as session:
-            handed = await session.execute(
+            handed = await session.scalar(
                 update(Task)
                 .where(
                     Task.id == task_id, Task.lease_owner == worker_id, Task.status == TaskStatus.IN_PROGRESS
                 )
                 .values(lease_owner=None, lease_expires_at=None)
+                .returning(Task.id)
                 .execution_options(synchronize_session=False)
             )
             await self.store.notify(session, task_id)
-        if handed.rowcount == 1:
+        if handed is not None:
             log_handed_back(task_id, worker_id)
 
     async def next_due_at(self) -> datetime | None:

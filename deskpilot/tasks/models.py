@@ -20,7 +20,7 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes on every backend (SQLite stores naive text, PostgreSQL timestamptz)."""
 
     impl = DateTime(timezone=True)

@@ -54,11 +54,11 @@ class Worker:
         self.poll_seconds = poll_seconds
         self.current_task_id: str | None = None
         self._ctx: TaskContext | None = None
-        self._run: asyncio.Task | None = None
+        self._run: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._stopping = False
-        self._loop_task: asyncio.Task | None = None
-        self._listen_task: asyncio.Task | None = None
+        self._loop_task: asyncio.Task[None] | None = None
+        self._listen_task: asyncio.Task[None] | None = None
         self._unsubscribe = store.subscribe(self._on_event)
 
     # -- life cycle
@@ -163,7 +163,7 @@ class Worker:
             await self.store.mark_file_written(upload.id)
         await self.executor.execute(task.id, ctx)
 
-    async def _heartbeat(self, task_id: str, run: asyncio.Task) -> None:
+    async def _heartbeat(self, task_id: str, run: asyncio.Task[None]) -> None:
         """Renew the lease; cancel the run when the task was taken away (deleted, cancelled, or another
         worker holds it) by a change this process did not see."""
         interval = max(self.lease_seconds / 3, 0.05)

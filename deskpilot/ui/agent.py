@@ -46,7 +46,7 @@ class AgentClient:
         self.base_url = base_url.rstrip("/")
         self.client = client
 
-    async def _get(self, path: str, params: dict | None = None) -> httpx.Response:
+    async def _get(self, path: str, params: dict[str, Any] | None = None) -> httpx.Response:
         try:
             response = await self.client.get(self.base_url + path, params=params)
         except httpx.HTTPError as exc:
@@ -59,7 +59,9 @@ class AgentClient:
             raise AgentFailed(response.status_code, str(message))
         return response
 
-    async def list_tasks(self, statuses: list[str], limit: int, offset: int) -> tuple[list[dict], int]:
+    async def list_tasks(
+        self, statuses: list[str], limit: int, offset: int
+    ) -> tuple[list[dict[str, Any]], int]:
         params: dict[str, Any] = {"limit": limit, "offset": offset}
         if statuses:
             params["statuses"] = ",".join(statuses)
@@ -68,12 +70,13 @@ class AgentClient:
         total = int(response.headers.get("x-total-count", len(tasks)))
         return tasks, total
 
-    async def get_task(self, task_id: str) -> dict:
-        return (await self._get(f"/tasks/{quote(task_id, safe='')}")).json()
+    async def get_task(self, task_id: str) -> dict[str, Any]:
+        task: dict[str, Any] = (await self._get(f"/tasks/{quote(task_id, safe='')}")).json()
+        return task
 
-    async def messages(self, task_id: str, offset: int, page: int = 500) -> list[dict]:
+    async def messages(self, task_id: str, offset: int, page: int = 500) -> list[dict[str, Any]]:
         """Every message from ``offset`` on, oldest first (the agent pages them)."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         while True:
             params = {"offset": offset + len(out), "limit": page}
             batch = (await self._get(f"/tasks/{quote(task_id, safe='')}/messages", params)).json()
@@ -81,5 +84,6 @@ class AgentClient:
             if len(batch) < page:
                 return out
 
-    async def models(self) -> list[dict]:
-        return (await self._get("/tasks/models")).json()
+    async def models(self) -> list[dict[str, Any]]:
+        models: list[dict[str, Any]] = (await self._get("/tasks/models")).json()
+        return models

@@ -52,12 +52,12 @@ def _keys(keys: Any) -> str:
     return str(keys)
 
 
-def _held(inp: dict) -> str:
+def _held(inp: dict[str, Any]) -> str:
     hold = inp.get("holdKeys")
     return f" holding {_keys(hold)}" if hold else ""
 
 
-def _path(inp: dict) -> str:
+def _path(inp: dict[str, Any]) -> str:
     path = inp.get("path") or []
     points = [p for p in (_point(p) for p in path) if p]
     if len(points) >= 2:
@@ -68,7 +68,7 @@ def _path(inp: dict) -> str:
 _CLICK_WORDS = {1: "clicked", 2: "double-clicked", 3: "triple-clicked"}
 
 
-def describe_tool_call(name: str, inp: dict | None) -> str:
+def describe_tool_call(name: str, inp: dict[str, Any] | None) -> str:
     """One readable line for a tool call, e.g. ``clicked left at (640, 400)``."""
     inp = inp if isinstance(inp, dict) else {}
     action = name or ""
@@ -132,7 +132,7 @@ def describe_tool_call(name: str, inp: dict | None) -> str:
     return f"called {name}({args})"
 
 
-def _image_src(block: dict) -> str:
+def _image_src(block: dict[str, Any]) -> str:
     source = block.get("source") or {}
     if source.get("type") == "base64" and source.get("data"):
         return f"data:{source.get('media_type', 'image/png')};base64,{source['data']}"
@@ -184,7 +184,7 @@ class RenderedMessage:
     blocks: list[Block]
 
 
-def render_message(message: dict) -> RenderedMessage:
+def render_message(message: dict[str, Any]) -> RenderedMessage:
     content = message.get("content")
     if isinstance(content, str):
         content = [{"type": "text", "text": content}]

@@ -100,7 +100,7 @@ class Upstream:
             response = await self.client.send(upstream_request, stream=True)
         except httpx.HTTPError as exc:
             return self.unreachable(exc)
-        out_headers = {}
+        out_headers: dict[str, list[str]] = {}
         for key, value in response.headers.multi_items():
             lower = key.lower()
             if lower in _HOP_BY_HOP:

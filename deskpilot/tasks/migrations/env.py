@@ -39,7 +39,10 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
     else:
-        asyncio.run(_run_async(config.get_main_option("sqlalchemy.url")))
+        url = config.get_main_option("sqlalchemy.url")
+        if not url:
+            raise SystemExit("set DATABASE_URL (python -m deskpilot.tasks.migrations reads it)")
+        asyncio.run(_run_async(url))
 
 
 if context.is_offline_mode():
