@@ -53,8 +53,16 @@ _WS_OWN = _HOP_BY_HOP | {
     "sec-websocket-accept",
     "content-length",
 }
-# What the browser sent for the UI alone: its credentials (replaced by the token) and its Origin (checked).
-_BROWSER_ONLY = {"cookie", "authorization", "origin"}
+# What the browser sent for the UI alone: its credentials (replaced by the token), its Origin (checked), and
+# what only a proxy may say (the UI says it itself, from what its own server trusted).
+_BROWSER_ONLY = {
+    "cookie",
+    "authorization",
+    "origin",
+    "x-forwarded-for",
+    "x-forwarded-proto",
+    "x-forwarded-host",
+}
 # Response headers the UI sets on everything it serves (frame_headers), instead of the upstream's.
 _UI_OWN = {"x-frame-options", "content-security-policy"}
 

@@ -199,13 +199,17 @@ def test_after_login_only_local_paths(target: str, where: str) -> None:
 
 def test_the_proxy_sends_the_token_and_never_the_browsers_credentials(stack: Stack) -> None:
     with stack.logged_in() as c:
-        c.headers["Origin"] = stack.url
+        c.headers.update({"Origin": stack.url, "X-Forwarded-For": "192.0.2.7", "X-Forwarded-Proto": "https"})
         assert c.post("/api/tasks", json={"description": "x"}).status_code == 200
         assert c.get("/vnc/core/rfb.js").status_code == 200
         assert c.get("/").status_code in (200, 502)  # the page itself reads the agent with the token too
     for seen in stack.agent.seen + stack.desktop.seen:
         assert seen.headers["authorization"] == [f"Bearer {TOKEN}"], seen.raw_path
         assert "cookie" not in seen.headers and "origin" not in seen.headers, seen.raw_path
+        if "x-forwarded-for" in seen.headers:  # proxied (page rendering reads the agent directly)
+            # once, as the UI's server concluded (uvicorn trusts this loopback client as a proxy)
+            assert seen.headers["x-forwarded-for"] == ["192.0.2.7"]
+            assert seen.headers["x-forwarded-proto"] == ["https"]
     assert {s.raw_path for s in stack.agent.seen} >= {"/tasks"}
     assert [s.raw_path for s in stack.desktop.seen] == ["/vnc/core/rfb.js"]
 
