@@ -210,7 +210,7 @@ class UISettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="UI_", extra="ignore")
 
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"  # `python -m deskpilot.ui` only; the appliance passes its own (DESKPILOT_HOST)
     port: int = 9992
     agent_url: str = "http://127.0.0.1:9991"  # proxied at /api, WebSocket events at /api/ws
     desktop_url: str = "http://127.0.0.1:9990"  # its /vnc (noVNC + WebSocket bridge) is proxied as is

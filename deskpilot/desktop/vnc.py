@@ -2,13 +2,21 @@
 
 x11vnc listens on localhost only; the browser reaches it through ``/vnc/websockify`` on the desktop port, so
 one port (and one origin) serves the API and the view. No websockify process: the bridge below copies bytes
-both ways until either side closes. The view is read-only unless the page is opened with ``?interactive=1``.
+both ways until either side closes.
+
+View only is enforced here, not by noVNC: a connection to ``/vnc/websockify`` is view-only unless it is
+opened with ``?interactive=1``, and the bytes a view-only client sends pass through ``ViewOnlyFilter``, which
+drops its input (keys, pointer, clipboard) and closes a connection it cannot follow. The query is a mode, not
+a credential: the service's guard has already checked the caller (the token, or same-origin when no token is
+configured). Interactive connections are copied as they are (nothing parsed on the way).
+noVNC's page and files answer with ``frame_headers``: no other site may frame the live view.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -19,7 +27,10 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from deskpilot.bridge import pump_until_either_ends
 from deskpilot.config import DesktopSettings
+from deskpilot.desktop.rfb import ProtocolError, ViewOnlyFilter
+from deskpilot.security import frame_headers, with_headers
 
+log = logging.getLogger(__name__)
 NOVNC_DIR = Path("/usr/share/novnc")  # Debian's novnc files, extracted by scripts/install-system.sh
 _CHUNK = 1 << 16
 
@@ -32,7 +43,8 @@ def viewer_url(root_path: str = "", *, view_only: bool = True) -> str:
             "reconnect": "true",
             "resize": "scale",
             "view_only": "true" if view_only else "false",
-            "path": f"{root_path.strip('/')}/vnc/websockify".lstrip("/"),
+            "path": f"{root_path.strip('/')}/vnc/websockify".lstrip("/")
+            + ("" if view_only else "?interactive=1"),
         }
     )
     return f"{root_path.rstrip('/')}/vnc/vnc.html?{query}"
@@ -48,8 +60,9 @@ async def vnc_problem(settings: DesktopSettings) -> str | None:
     return None
 
 
-async def bridge(ws: WebSocket, host: str, port: int) -> None:
-    """Copy RFB bytes between the browser's WebSocket and x11vnc's TCP socket until one side ends."""
+async def bridge(ws: WebSocket, host: str, port: int, *, interactive: bool = False) -> None:
+    """Copy RFB bytes between the browser's WebSocket and x11vnc's TCP socket until one side ends; the
+    browser's input reaches x11vnc only on an ``interactive`` connection."""
     offered = [p.strip() for p in ws.headers.get("sec-websocket-protocol", "").split(",")]
     try:
         reader, writer = await asyncio.open_connection(host, port)
@@ -64,13 +77,24 @@ async def bridge(ws: WebSocket, host: str, port: int) -> None:
         while data := await reader.read(_CHUNK):
             await ws.send_bytes(data)
 
+    view_only = None if interactive else ViewOnlyFilter()
+
     async def browser_to_vnc() -> None:
         while True:
             message = await ws.receive()
             if message["type"] == "websocket.disconnect":
                 return
-            writer.write(message.get("bytes") or (message.get("text") or "").encode())
-            await writer.drain()
+            data = message.get("bytes") or (message.get("text") or "").encode()
+            if view_only is not None:
+                try:
+                    data = view_only.feed(data)
+                except ProtocolError as exc:
+                    log.warning("view-only VNC client closed: %s", exc, extra={"dropped": view_only.dropped})
+                    await ws.close(code=1008, reason=str(exc)[:120])
+                    return
+            if data:
+                writer.write(data)
+                await writer.drain()
 
     try:
         await pump_until_either_ends(
@@ -94,11 +118,13 @@ def router(settings: DesktopSettings) -> APIRouter:
     ) -> RedirectResponse:
         """The live view; read-only unless ``?interactive=1`` (or ``?view_only=false``)."""
         read_only = (not interactive) if view_only is None else view_only
-        return RedirectResponse(viewer_url(request.scope.get("root_path", ""), view_only=read_only))
+        url = viewer_url(request.scope.get("root_path", ""), view_only=read_only)
+        return RedirectResponse(url, headers={k.decode(): v.decode() for k, v in frame_headers()})
 
     @r.websocket("/vnc/websockify")
-    async def vnc_websocket(ws: WebSocket) -> None:
-        await bridge(ws, settings.vnc_host, settings.vnc_port)
+    async def vnc_websocket(ws: WebSocket, interactive: bool = False) -> None:
+        """The RFB stream; the client's input is dropped unless opened with ``?interactive=1``."""
+        await bridge(ws, settings.vnc_host, settings.vnc_port, interactive=interactive)
 
     return r
 
@@ -111,7 +137,8 @@ def install(app: FastAPI, settings: DesktopSettings | None = None) -> None:
     """
     settings = settings or DesktopSettings()
     app.include_router(router(settings))
-    app.mount("/vnc", StaticFiles(directory=NOVNC_DIR, check_dir=False), name="vnc")
+    files = StaticFiles(directory=NOVNC_DIR, check_dir=False)
+    app.mount("/vnc", with_headers(files, frame_headers()), name="vnc")
     probes = getattr(app.state, "health_probes", None)
     if probes is not None and "vnc_port" in settings.model_fields_set:
         probes["vnc"] = lambda: vnc_problem(settings)

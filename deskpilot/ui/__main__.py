@@ -1,4 +1,5 @@
-"""`python -m deskpilot.ui`: serve the web UI on UI_HOST:UI_PORT (default 0.0.0.0:9992)."""
+"""`python -m deskpilot.ui`: serve the web UI on UI_HOST:UI_PORT (default 127.0.0.1:9992; the appliance
+binds its own address)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,12 @@
 A browser then needs only the UI's port, which is what makes ingress and remote use simple. Bodies
 are streamed both ways (uploads and noVNC's files are never buffered whole); WebSocket frames are
 relayed as they come, text as text and binary as binary, with the upstream's subprotocol.
+
+The UI's guard has already checked the browser (Host, Origin, session) when a request gets here; the proxy
+speaks for it upstream: it sends the token as ``Authorization: Bearer`` itself and drops what the browser
+sent as credentials (its cookies, any Authorization) and its Origin, so the upstreams never see the session
+cookie. Only paths that name one resource are forwarded (``deskpilot.ui.paths``), and of the desktop only
+its live view.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from websockets.exceptions import ConnectionClosed
 
 from deskpilot.bridge import pump_until_either_ends
 from deskpilot.errors import agent_error_body
+from deskpilot.ui import paths
 
 # RFC 9110 §7.6.1 connection-specific headers, plus the ones the HTTP client sets itself.
 _HOP_BY_HOP = {
@@ -46,6 +53,18 @@ _WS_OWN = _HOP_BY_HOP | {
     "sec-websocket-accept",
     "content-length",
 }
+# What the browser sent for the UI alone: its credentials (replaced by the token), its Origin (checked), and
+# what only a proxy may say (the UI says it itself, from what its own server trusted).
+_BROWSER_ONLY = {
+    "cookie",
+    "authorization",
+    "origin",
+    "x-forwarded-for",
+    "x-forwarded-proto",
+    "x-forwarded-host",
+}
+# Response headers the UI sets on everything it serves (frame_headers), instead of the upstream's.
+_UI_OWN = {"x-frame-options", "content-security-policy"}
 
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -54,11 +73,19 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 class Upstream:
     """One service behind the UI: requests to ``prefix + path`` go to ``base_url + path``."""
 
-    def __init__(self, name: str, base_url: str, prefix: str, client: httpx.AsyncClient) -> None:
+    def __init__(
+        self, name: str, base_url: str, prefix: str, client: httpx.AsyncClient, token: str | None = None
+    ) -> None:
         self.name = name
         self.base_url = base_url.rstrip("/")
         self.prefix = prefix
         self.client = client
+        self.credentials = [(b"authorization", f"Bearer {token}".encode())] if token else []
+
+    def _headers(self, raw: list[tuple[bytes, bytes]], drop: set[str]) -> list[tuple[bytes, bytes]]:
+        """The browser's headers for the upstream: without ``drop`` and the browser's own, plus the token."""
+        kept = [(k, v) for k, v in raw if k.decode("latin-1").lower() not in drop | _BROWSER_ONLY]
+        return kept + self.credentials
 
     def _upstream_path(self, path: str) -> str:
         return path[len(self.prefix) :] if self.prefix and path.startswith(self.prefix) else path
@@ -81,11 +108,10 @@ class Upstream:
         message = f"The {self.name} service at {self.base_url} is not reachable ({why})."
         return JSONResponse(agent_error_body(int(status), message), status_code=int(status))
 
-    async def forward_http(self, request: Request) -> Response:
-        url = httpx.URL(
-            self.base_url + self._upstream_path(request.url.path), query=request.url.query.encode()
-        )
-        headers = [(k, v) for k, v in request.headers.raw if k.decode("latin-1").lower() not in _HOP_BY_HOP]
+    async def forward_http(self, request: Request, path: str) -> Response:
+        """Forward to ``path`` (the browser's path, still percent-encoded) on the upstream."""
+        url = httpx.URL(self.base_url + self._upstream_path(path), query=request.url.query.encode())
+        headers = self._headers(request.headers.raw, _HOP_BY_HOP)
         client_host = request.client.host if request.client else ""
         headers += [
             (b"x-forwarded-for", client_host.encode()),
@@ -103,7 +129,7 @@ class Upstream:
         out_headers: dict[str, list[str]] = {}
         for key, value in response.headers.multi_items():
             lower = key.lower()
-            if lower in _HOP_BY_HOP:
+            if lower in _HOP_BY_HOP or lower in _UI_OWN:
                 continue
             if lower == "location":
                 value = self._rewrite_location(value)
@@ -117,15 +143,14 @@ class Upstream:
         ]
         return proxied
 
-    async def forward_websocket(self, websocket: WebSocket) -> None:
+    async def forward_websocket(self, websocket: WebSocket, path: str) -> None:
         base = "ws" + self.base_url.removeprefix("http")
-        url = base + self._upstream_path(websocket.url.path)
+        url = base + self._upstream_path(path)
         if websocket.url.query:
             url += "?" + websocket.url.query
         headers = [
             (k.decode("latin-1"), v.decode("latin-1"))
-            for k, v in websocket.headers.raw
-            if k.decode("latin-1").lower() not in _WS_OWN
+            for k, v in self._headers(websocket.headers.raw, _WS_OWN)
         ]
         subprotocols = websocket.scope.get("subprotocols") or None
         try:
@@ -193,15 +218,37 @@ def upstream(conn: HTTPConnection) -> Upstream:
     return proxies.agent if conn.url.path.startswith(proxies.agent.prefix + "/") else proxies.desktop
 
 
+def forwarded_path(conn: HTTPConnection, target: Upstream) -> str | None:
+    """The path to forward, or None when it is not one the UI forwards (see ``deskpilot.ui.paths``)."""
+    path = paths.normalised(conn.scope)
+    if path is None or target.prefix:
+        return path
+    return path if paths.desktop_allows(path, websocket=conn.scope["type"] == "websocket") else None
+
+
+def not_found(conn: HTTPConnection) -> JSONResponse:
+    return JSONResponse(agent_error_body(404, f"{paths.raw_path(conn.scope)} is not served here"), 404)
+
+
 Target = Annotated[Upstream, Depends(upstream)]
 
 
 async def forward_http(request: Request, target: Target) -> Response:
-    return await target.forward_http(request)
+    path = forwarded_path(request, target)
+    if path is None:
+        return not_found(request)
+    if not target.prefix and request.method not in ("GET", "HEAD"):  # the live view is files to read
+        body = agent_error_body(405, "the desktop's live view is read with GET")
+        return JSONResponse(body, 405, headers={"Allow": "GET, HEAD"})
+    return await target.forward_http(request, path)
 
 
 async def forward_websocket(websocket: WebSocket, target: Target) -> None:
-    await target.forward_websocket(websocket)
+    path = forwarded_path(websocket, target)
+    if path is None:
+        await websocket.send_denial_response(not_found(websocket))
+        return
+    await target.forward_websocket(websocket, path)
 
 
 router = APIRouter(include_in_schema=False)

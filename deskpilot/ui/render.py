@@ -48,8 +48,15 @@ def _inline(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _login_state(request: Request) -> dict[str, Any]:
+    """Whether pages offer "Log out": the app's own setting (several apps may share these templates)."""
+    return {"login_required": request.app.state.credentials.required}
+
+
 def _templates() -> Jinja2Templates:
-    templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+    templates = Jinja2Templates(
+        directory=Path(__file__).parent / "templates", context_processors=[_login_state]
+    )
     env = templates.env
     env.globals.update(
         status_labels=STATUS_LABELS,

@@ -4,6 +4,8 @@ Pages (``deskpilot.ui.pages``) are rendered here with Jinja2 from the agent's AP
 JavaScript. A little plain JavaScript then listens on the agent's WebSocket (through `/api/ws`) and asks this
 server for fresh fragments (``deskpilot.ui.fragments``), so every piece of HTML has one template. `/api/*` and
 `/vnc*` are proxied (HTTP and WebSocket, ``deskpilot.ui.proxy``) so a browser only ever talks to this port.
+Every request passes the UI's guard first (``deskpilot.ui.guard``: Host, Origin, the session that the login
+page sets, ``deskpilot.ui.login``), and no response may be framed by another site.
 """
 
 from __future__ import annotations
@@ -17,40 +19,50 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from deskpilot import __version__, logs
-from deskpilot.config import UISettings
-from deskpilot.ui import fragments, pages, proxy
+from deskpilot.config import SecuritySettings, UISettings
+from deskpilot.security import frame_headers, session_value, with_headers
+from deskpilot.ui import fragments, login, pages, proxy
 from deskpilot.ui.agent import AgentClient
+from deskpilot.ui.guard import UIGuard, ui_access
 
 
-def create_app(settings: UISettings | None = None) -> FastAPI:
+@asynccontextmanager
+async def services(app: FastAPI, settings: UISettings, token: str | None) -> AsyncIterator[None]:
+    """The clients of the agent and the desktop, which speak for the browser with the token (if any)."""
+    bearer = {"Authorization": f"Bearer {token}"} if token else {}
+    # Page rendering: short time-outs so "agent down" shows quickly. Proxy: no read time-out
+    # (long-lived streams), but a bounded connect so a missing upstream answers 502 promptly.
+    async with (
+        httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0), headers=bearer) as rendering,
+        httpx.AsyncClient(timeout=httpx.Timeout(None, connect=5.0), follow_redirects=False) as proxying,
+    ):
+        app.state.settings = settings
+        app.state.agent = AgentClient(settings.agent_url, rendering)
+        app.state.proxies = proxy.Proxies(
+            agent=proxy.Upstream("agent", settings.agent_url, "/api", proxying, token),
+            desktop=proxy.Upstream("desktop", settings.desktop_url, "", proxying, token),
+        )
+        yield
+
+
+def create_app(settings: UISettings | None = None, security: SecuritySettings | None = None) -> FastAPI:
     logs.configure()
     settings = settings or UISettings()
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Page rendering: short time-outs so "agent down" shows quickly. Proxy: no read time-out
-        # (long-lived streams), but a bounded connect so a missing upstream answers 502 promptly.
-        async with (
-            httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)) as rendering,
-            httpx.AsyncClient(timeout=httpx.Timeout(None, connect=5.0), follow_redirects=False) as proxying,
-        ):
-            app.state.settings = settings
-            app.state.agent = AgentClient(settings.agent_url, rendering)
-            app.state.proxies = proxy.Proxies(
-                agent=proxy.Upstream("agent", settings.agent_url, "/api", proxying),
-                desktop=proxy.Upstream("desktop", settings.desktop_url, "", proxying),
-            )
-            yield
-
+    policy, token = ui_access(security or SecuritySettings())
     app = FastAPI(
         title="Deskpilot UI",
         version=__version__,
-        lifespan=lifespan,
+        lifespan=lambda app: services(app, settings, token),
         docs_url=None,
         redoc_url=None,
         exception_handlers=fragments.ERROR_HANDLERS,
     )
+    app.state.credentials = policy.credentials
+    app.state.session = session_value(token) if token else None
     app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static")
-    for module in (pages, fragments, proxy):
+    for module in (login, pages, fragments, proxy):
         app.include_router(module.router)
+    # the last added runs first: the frame headers go on every answer, the guard's refusals included
+    app.add_middleware(UIGuard, policy=policy)
+    app.add_middleware(with_headers, extra=frame_headers())
     return app

@@ -37,6 +37,18 @@ class Display:
         self.children.append(proc)
         return proc
 
+    def pointer(self) -> tuple[int, int]:
+        """Where the real pointer is (read with xdotool, a client of its own)."""
+        out = subprocess.run(
+            ["xdotool", "getmouselocation", "--shell"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        values = dict(line.split("=", 1) for line in out.split())
+        return int(values["X"]), int(values["Y"])
+
     def stop(self) -> None:
         for proc in [*reversed(self.children), self.xvfb]:
             _terminate(proc)

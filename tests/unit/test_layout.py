@@ -22,6 +22,7 @@ SHARED = (
     "deskpilot.web",
     "deskpilot.bridge",
     "deskpilot.logs",
+    "deskpilot.security",
 )
 ALLOWED: dict[str, tuple[str, ...]] = {
     "deskpilot.computer": ("deskpilot.computer", "deskpilot.errors"),

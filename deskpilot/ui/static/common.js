@@ -3,6 +3,11 @@
 
 export const STATUS_LABELS = JSON.parse(document.getElementById("labels").textContent);
 
+/** The session ended (logged out elsewhere, or the token changed): back to the login page, then here. */
+function toLogin() {
+  location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+}
+
 /** Call the agent API through /api; resolves to the JSON body, rejects with the agent's message. */
 export async function api(method, path, body) {
   const init = { method, headers: {} };
@@ -18,6 +23,7 @@ export async function api(method, path, body) {
   } catch (e) {
     throw new Error("The UI server is not answering: " + e.message);
   }
+  if (response.status === 401) toLogin();
   const text = await response.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = text; }
@@ -33,6 +39,7 @@ export async function api(method, path, body) {
 /** GET an HTML fragment from the UI server; rejects with its text on error. */
 export async function fragment(url) {
   const response = await fetch(url, { headers: { accept: "text/html" } });
+  if (response.status === 401) toLogin();
   const text = await response.text();
   if (!response.ok) {
     let message = text || response.statusText;
@@ -80,6 +87,8 @@ export function connectEvents({ taskId = null, events = null, onEvent, onOpen = 
       if (msg && msg.event) onEvent(msg.event, msg.data);
     });
     socket.addEventListener("close", (e) => {
+      // A refused handshake looks like any other failure to a page: ask whether the session still holds.
+      fetch("/api/health").then((r) => { if (r.status === 401) toLogin(); }, () => {});
       const seconds = Math.round(delay / 1000);
       const why = e.reason ? e.reason : "agent not reachable";
       setLive("down", `offline: ${why}; retrying${seconds ? ` in ${seconds} s` : ""}`);

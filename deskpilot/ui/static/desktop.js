@@ -1,5 +1,7 @@
 // Live desktop view: noVNC's RFB client (served by the desktop at /vnc/core/rfb.js, proxied here),
 // over the same-origin WebSocket bridge /vnc/websockify. View only until the user takes over.
+// The desktop enforces view only itself: a connection takes input only when opened with ?interactive=1,
+// so taking over (and handing back) reconnects in the other mode; noVNC's viewOnly just stops sending.
 
 const RETRY_MS = [1000, 2000, 5000, 10000];
 
@@ -7,6 +9,7 @@ export function startDesktop(target, stateEl) {
   let rfb = null;
   let viewOnly = true;
   let attempt = 0;
+  let timer = null;
 
   function say(state, text) {
     stateEl.dataset.state = state;
@@ -15,6 +18,7 @@ export function startDesktop(target, stateEl) {
   }
 
   async function connect() {
+    timer = null;
     let RFB;
     try {
       ({ default: RFB } = await import("/vnc/core/rfb.js"));
@@ -23,38 +27,46 @@ export function startDesktop(target, stateEl) {
       return;
     }
     const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const interactive = !viewOnly;
     say("connecting", "connecting…");
-    rfb = new RFB(target, `${scheme}://${location.host}/vnc/websockify`, { shared: true });
-    rfb.viewOnly = viewOnly;
-    rfb.scaleViewport = true;
-    rfb.background = "transparent";
-    rfb.addEventListener("connect", () => {
+    const url = `${scheme}://${location.host}/vnc/websockify${interactive ? "?interactive=1" : ""}`;
+    const client = new RFB(target, url, { shared: true });
+    client.viewOnly = !interactive;
+    client.scaleViewport = true;
+    client.background = "transparent";
+    client.addEventListener("connect", () => {
       attempt = 0;
-      say("up", viewOnly ? "live · view only" : "live · you have control");
+      target.dataset.mode = interactive ? "interactive" : "view";
+      if (interactive) client.focus();
+      say("up", interactive ? "live · you have control" : "live · view only");
     });
-    rfb.addEventListener("disconnect", () => {
+    client.addEventListener("disconnect", () => {
+      if (rfb !== client) return; // replaced on purpose (a change of mode): its successor is connecting
       rfb = null;
       retry("disconnected");
     });
-    rfb.addEventListener("securityfailure", (e) => say("down", `refused: ${e.detail.reason || "security failure"}`));
+    client.addEventListener("securityfailure", (e) => say("down", `refused: ${e.detail.reason || "security failure"}`));
+    rfb = client;
   }
 
   function retry(why) {
     const ms = RETRY_MS[Math.min(attempt++, RETRY_MS.length - 1)];
     say("down", `${why}; retrying in ${Math.round(ms / 1000)} s`);
-    setTimeout(connect, ms);
+    timer = setTimeout(connect, ms);
   }
 
   connect();
   return {
     setViewOnly(value) {
-      viewOnly = value;
       target.dataset.viewOnly = String(value);
-      if (rfb) {
-        rfb.viewOnly = value;
-        if (!value) rfb.focus();
-        say("up", value ? "live · view only" : "live · you have control");
-      }
+      if (value === viewOnly) return;
+      viewOnly = value;
+      if (!rfb) return; // connecting or waiting to retry: the next connection takes the new mode
+      const old = rfb;
+      rfb = null;
+      old.viewOnly = true; // no input on the way out
+      old.disconnect();
+      if (timer === null) connect();
     },
     get rfb() { return rfb; },
   };

@@ -43,11 +43,21 @@ def desktop_files() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="package")
-def desktop_url(ui_display: Display, desktop_files: Path) -> Iterator[str]:
-    """The real desktop service on the UI tests' display, with x11vnc behind its /vnc."""
+def vnc_port(ui_display: Display) -> Iterator[int]:
+    """x11vnc on the UI tests' display."""
     proc, port = start_x11vnc(ui_display)
-    settings = DesktopSettings(display=ui_display.name, vnc_port=port, files_dir=desktop_files)
-    with ServerThread(desktop_app(settings)) as server:
-        yield server.url
+    yield port
     proc.terminate()
     proc.wait(10)
+
+
+@pytest.fixture(scope="package")
+def desktop_settings(ui_display: Display, vnc_port: int, desktop_files: Path) -> DesktopSettings:
+    return DesktopSettings(display=ui_display.name, vnc_port=vnc_port, files_dir=desktop_files)
+
+
+@pytest.fixture(scope="package")
+def desktop_url(desktop_settings: DesktopSettings) -> Iterator[str]:
+    """The real desktop service on the UI tests' display, with x11vnc behind its /vnc."""
+    with ServerThread(desktop_app(desktop_settings)) as server:
+        yield server.url

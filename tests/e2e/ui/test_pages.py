@@ -255,18 +255,6 @@ def test_the_agents_refusal_is_shown_on_the_form(stack: Stack, page: Page) -> No
 # ----------------------------------------------------------------------------------- live desktop
 
 
-def pointer(display: Display) -> tuple[int, int]:
-    out = subprocess.run(
-        ["xdotool", "getmouselocation", "--shell"],
-        env=display.env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    values = dict(line.split("=", 1) for line in out.split())
-    return int(values["X"]), int(values["Y"])
-
-
 def screen_grid(desktop: str) -> list[list[int]]:
     """RGB of the real screen at GRID points, from the desktop service's own screenshot."""
     png = httpx.post(f"{desktop}/computer-use", json={"action": "screenshot"}, timeout=30).json()["data"][
@@ -319,7 +307,7 @@ def test_live_desktop_shows_the_screen_and_is_view_only_until_taken_over(
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.wait_for_timeout(300)
-    assert pointer(ui_display) == (5, 5), "a view-only viewer moved the remote pointer"
+    assert ui_display.pointer() == (5, 5), "a view-only viewer moved the remote pointer"
 
     page.click('button[data-action="takeover"]')
     expect(page.locator("#desktop-state")).to_have_text("live · you have control")
@@ -327,7 +315,7 @@ def test_live_desktop_shows_the_screen_and_is_view_only_until_taken_over(
     page.mouse.move(box["x"] + box["width"] / 4, box["y"] + box["height"] / 4, steps=5)
     want_x, want_y = 1920 // 4, 1080 // 4
     for _ in range(50):
-        x, y = pointer(ui_display)
+        x, y = ui_display.pointer()
         if abs(x - want_x) <= 8 and abs(y - want_y) <= 8:
             break
         page.wait_for_timeout(100)
