@@ -28,6 +28,7 @@ WORKDIR /opt/deskpilot
 
 # System layer (Debian packages, the desktop user, noVNC): cached until the package list changes. rootfs/
 # comes later (an empty one here, so this layer does not depend on it).
+COPY scripts/image-dpkg-excludes /etc/dpkg/dpkg.cfg.d/deskpilot-image
 COPY scripts/with-build-ca.sh scripts/install-system.sh scripts/
 RUN --mount=type=secret,id=build-ca mkdir -p rootfs/home \
  && scripts/with-build-ca.sh scripts/install-system.sh \
@@ -35,9 +36,10 @@ RUN --mount=type=secret,id=build-ca mkdir -p rootfs/home \
 
 COPY --from=python /opt/deskpilot/.venv .venv
 
-# The code, and rootfs/ over / (the second run of install-system.sh finds every package there).
+# The code, and rootfs/ over / (the second run of install-system.sh finds every package there); the bytecode
+# of the code and of what it imports.
 COPY . .
-RUN scripts/install-system.sh && .venv/bin/python -m compileall -q app
+RUN scripts/install-system.sh && .venv/bin/python scripts/precompile.py
 
 ARG KEEP_BUILD_CA=
 RUN --mount=type=secret,id=build-ca if [ -n "$KEEP_BUILD_CA" ]; then scripts/with-build-ca.sh --keep; fi

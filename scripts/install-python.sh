@@ -4,7 +4,10 @@
 #   scripts/install-python.sh VENV_DIR [EXTRAS]     e.g. scripts/install-python.sh .venv test
 #   scripts/install-python.sh --deps-only VENV_DIR  the image's venv: the runtime dependencies alone (a layer
 #                                                   that only pyproject.toml and constraints.txt invalidate),
-#                                                   the checkout on the venv's path, no pip cache
+#                                                   the checkout on the venv's path; no pip cache, no bytecode
+#                                                   (scripts/precompile.py writes what is used), and none of
+#                                                   what the appliance never runs (pip, test suites, LiteLLM's
+#                                                   proxy admin UI)
 set -euo pipefail
 deps_only=
 if [[ ${1:-} == --deps-only ]]; then
@@ -21,10 +24,13 @@ if [[ -n $deps_only ]]; then
   # [project].dependencies of pyproject.toml, read by the venv's own interpreter
   read_deps='import sys, tomllib; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))'
   "$venv/bin/python" -c "$read_deps" "$here/pyproject.toml" >"$venv/requirements.txt"
-  "${pip[@]}" --no-cache-dir -c "$here/constraints.txt" -r "$venv/requirements.txt"
+  "${pip[@]}" --no-cache-dir --no-compile -c "$here/constraints.txt" -r "$venv/requirements.txt"
   rm "$venv/requirements.txt"
   site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
   echo "$here" >"$site/deskpilot.pth"
+  "$venv/bin/python" -m pip uninstall -q -y pip setuptools
+  find "$site" -depth -type d \( -name tests -o -name __pycache__ \) -exec rm -rf {} +
+  rm -rf "$site/litellm/proxy/_experimental/out"
   exit 0
 fi
 "${pip[@]}" --upgrade pip

@@ -13,7 +13,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 runtime_packages=(
   # display, window manager, desktop, live view
-  xvfb xauth x11-xserver-utils xfwm4 xfdesktop4 xfce4-panel xfce4-settings dbus-x11 x11vnc
+  xvfb xauth xfwm4 xfdesktop4 xfce4-panel xfce4-settings dbus-x11 x11vnc
   wmctrl xdotool xclip
   # the applications behind the identifiers
   firefox-esr keepassxc thunderbird geany xfce4-terminal thunar
@@ -23,7 +23,7 @@ runtime_packages=(
 # venv from Debian's interpreter, so the desktop user can execute it
 python_packages=(python3 python3-venv ca-certificates)
 test_packages=(
-  chromium postgresql shellcheck xterm x11-utils python3-tk desktop-file-utils libglib2.0-bin
+  chromium postgresql shellcheck xterm x11-utils x11-xserver-utils python3-tk desktop-file-utils libglib2.0-bin
 )
 
 packages=("${python_packages[@]}")
