@@ -46,8 +46,10 @@ RUN --mount=type=secret,id=build-ca if [ -n "$KEEP_BUILD_CA" ]; then scripts/wit
 
 EXPOSE 9990 9991 9992
 VOLUME ["/home/user", "/var/lib/deskpilot"]
-HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["/opt/deskpilot/.venv/bin/python", "-c", "import os, urllib.request as u; [u.urlopen(f'http://127.0.0.1:{os.environ.get(k, d)}/health', timeout=4) for k, d in (('DESKTOP_PORT', 9990), ('AGENT_PORT', 9991), ('UI_PORT', 9992))]"]
+# Every 2 s (the first probe too: Docker 20.10's builder knows no --start-interval), so the container is
+# healthy within 2 s of the services, and unhealthy after three failed probes once it has been up.
+HEALTHCHECK --interval=2s --timeout=7s --start-period=60s --retries=3 \
+  CMD ["/opt/deskpilot/scripts/healthcheck.sh"]
 
 # supervisord as PID 1 (via the launcher that sets its defaults); the programs run as `user`.
 CMD ["/opt/deskpilot/scripts/appliance.sh"]
