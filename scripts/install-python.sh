@@ -6,8 +6,8 @@
 #                                                   that only pyproject.toml and constraints.txt invalidate),
 #                                                   the checkout on the venv's path; no pip cache, no bytecode
 #                                                   (scripts/precompile.py writes what is used), and none of
-#                                                   what the appliance never runs (pip, test suites, LiteLLM's
-#                                                   proxy admin UI)
+#                                                   what the appliance never runs (pip, test suites, C
+#                                                   headers, LiteLLM's proxy admin UI)
 set -euo pipefail
 deps_only=
 if [[ ${1:-} == --deps-only ]]; then
@@ -30,6 +30,7 @@ if [[ -n $deps_only ]]; then
   echo "$here" >"$site/deskpilot.pth"
   "$venv/bin/python" -m pip uninstall -q -y pip setuptools
   find "$site" -depth -type d \( -name tests -o -name __pycache__ \) -exec rm -rf {} +
+  find "$venv" -name '*.h' -delete
   rm -rf "$site/litellm/proxy/_experimental/out"
   exit 0
 fi
