@@ -3,11 +3,11 @@
 # otherwise made here from this machine's own Debian mirrors (debootstrap --variant=minbase, trimmed and
 # configured the way the official slim image is) and imported under that tag. Once made, it stays in the
 # engine, so the next build starts at once.
-#   scripts/base-image.sh [TAG]    default debian:bookworm-slim
+#   scripts/base-image.sh [TAG]    default debian:bookworm-slim; the suite is the tag's first word
 set -euo pipefail
 tag=${1:-debian:bookworm-slim}
-suite=${tag#*:}
-suite=${suite%-slim}
+suite=${tag##*:}
+suite=${suite%%-*}
 
 say() { echo "base-image: $*" >&2; }
 
