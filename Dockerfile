@@ -1,11 +1,12 @@
 # Deskpilot appliance: Xvfb + Xfce desktop, x11vnc, and the desktop (9990), agent (9991) and UI (9992) services
 # under supervisord. A thin wrapper: the same scripts as `make run` install everything, so the two cannot drift.
-#   make image                       (scripts/build-image.sh: engine, base image, extra CA certificates, build)
+#   make image             (scripts/build-image.sh: a Docker engine, the base image, extra CA certificates)
+#   DOCKER_BUILDKIT=1 docker build [--secret id=build-ca,src=CA.pem] -t deskpilot .     (the same by hand)
 #   docker run --shm-size=1g -v deskpilot-home:/home/user -v deskpilot-state:/var/lib/deskpilot \
 #     -p 9990-9992:9990-9992 deskpilot
 # BuildKit builds the two stages side by side: the venv (Python stage) while the desktop's packages install.
 # Extra CA certificates (a TLS-inspecting proxy's) come in as the secret `build-ca` and stay in no layer unless
-# KEEP_BUILD_CA is set.
+# the build argument KEEP_BUILD_CA is set.
 
 # ------------------------------------------------------------------------------------ the venv, on its own
 FROM debian:bookworm-slim AS python

@@ -30,7 +30,7 @@ $(HELM): scripts/install-helm.sh
 run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stops it); settings: README
 	DESKPILOT_VENV=$(abspath $(VENV)) scripts/appliance.sh
 
-test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite
+test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite (the image too: it starts an engine)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest
 
