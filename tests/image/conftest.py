@@ -14,15 +14,27 @@ import pytest
 
 from tests.support.container import ROOT, EngineUnavailable, build, docker, start_engine
 
+_no_engine: list[str] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the engine before any test runs, when image tests are selected. A daemon started later, while
+    an e2e test has made this process a child subreaper (tests/support/appliance.py), would be adopted by it
+    and counted among that appliance's leftovers; started now, it is adopted by init."""
+    if any(item.get_closest_marker("image") for item in session.items):
+        try:
+            start_engine()
+        except EngineUnavailable as e:
+            _no_engine.append(str(e))
+
 
 @pytest.fixture(scope="session")
 def image() -> Iterator[str]:
-    try:
-        start_engine()
-    except EngineUnavailable as e:
+    if _no_engine:
         if os.environ.get("CI"):
-            pytest.fail(f"CI builds the image, but no Docker engine can be had: {e}")
-        pytest.skip(f"no Docker engine can be had here: {e}")
+            pytest.fail(f"CI builds the image, but no Docker engine can be had: {_no_engine[0]}")
+        pytest.skip(f"no Docker engine can be had here: {_no_engine[0]}")
+    start_engine()  # still answering (a no-op then)
     # One tag per checkout: worktrees testing side by side do not replace each other's image.
     tag = f"deskpilot-test:{hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]}"
     build(tag)
