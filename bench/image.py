@@ -101,11 +101,12 @@ def main() -> None:
         base = base_seconds()
         cold = build(TAG, "--no-cache")
     warm = build(TAG)
-    changed = code_change_seconds()
     size = float(docker("image", "inspect", "-f", "{{.Size}}", TAG))
     per_layer = layers()
     runs = [boot() for _ in range(args.runs)]
-    docker("rmi", TAG)
+    built = docker("image", "inspect", "-f", "{{.Id}}", TAG).strip()
+    changed = code_change_seconds()  # re-tags TAG
+    docker("rmi", TAG, built)
 
     if not args.no_cold:
         print(f"base image made here (debootstrap, trimmed, imported): {base:.1f} s")
