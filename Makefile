@@ -4,9 +4,10 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 HELM  := $(VENV)/bin/helm
 STAMP := $(VENV)/.stamp
+IMAGE ?= deskpilot
 
 .DEFAULT_GOAL := help
-.PHONY: help system system-test venv run test e2e bench helm-lint lint format image
+.PHONY: help system system-test venv run test e2e bench helm-lint lint format image image-test
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -29,7 +30,7 @@ $(HELM): scripts/install-helm.sh
 run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stops it); settings: docs/operations.md
 	DESKPILOT_VENV=$(abspath $(VENV)) scripts/appliance.sh
 
-test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite
+test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite (the image too: it starts an engine)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest
@@ -57,5 +58,8 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-image: ## build the container image (needs a Docker engine)
-	docker build -t deskpilot .
+image: ## build the container image; installs and starts a Docker engine first when none answers (README)
+	scripts/build-image.sh $(IMAGE)
+
+image-test: system-test $(STAMP) ## build the image from this checkout, boot it and check it (tests/image)
+	$(VENV)/bin/pytest -m image tests/image

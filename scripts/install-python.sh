@@ -2,13 +2,39 @@
 # Python layer: a venv built from Debian's /usr/bin/python3 (a pyenv interpreter under /root could not be
 # executed by the desktop user), with the exact versions of constraints.txt.
 #   scripts/install-python.sh VENV_DIR [EXTRAS]     e.g. scripts/install-python.sh .venv test
+#   scripts/install-python.sh --deps-only VENV_DIR  the image's venv: the runtime dependencies alone (a layer
+#                                                   that only pyproject.toml and constraints.txt invalidate),
+#                                                   the checkout on the venv's path; no pip cache, no bytecode
+#                                                   (scripts/precompile.py writes what is used), and none of
+#                                                   what the appliance never runs (pip, test suites, C
+#                                                   headers, LiteLLM's proxy admin UI)
 set -euo pipefail
-venv=${1:?usage: install-python.sh VENV_DIR [EXTRAS]}
+deps_only=
+if [[ ${1:-} == --deps-only ]]; then
+  deps_only=1
+  shift
+fi
+venv=${1:?usage: install-python.sh [--deps-only] VENV_DIR [EXTRAS]}
 extras=${2:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
+pip=("$venv/bin/pip" install -q --disable-pip-version-check)
 
 [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
+if [[ -n $deps_only ]]; then
+  # [project].dependencies of pyproject.toml, read by the venv's own interpreter
+  read_deps='import sys, tomllib; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))'
+  "$venv/bin/python" -c "$read_deps" "$here/pyproject.toml" >"$venv/requirements.txt"
+  "${pip[@]}" --no-cache-dir --no-compile -c "$here/constraints.txt" -r "$venv/requirements.txt"
+  rm "$venv/requirements.txt"
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  echo "$here" >"$site/deskpilot.pth"
+  "$venv/bin/python" -m pip uninstall -q -y pip setuptools
+  find "$site" -depth -type d \( -name tests -o -name __pycache__ \) -exec rm -rf {} +
+  find "$venv" -name '*.h' -delete
+  rm -rf "$site/litellm/proxy/_experimental/out"
+  exit 0
+fi
+"${pip[@]}" --upgrade pip
 spec="$here"
 [[ -n "$extras" ]] && spec="${here}[${extras}]"
-"$venv/bin/pip" install -q --disable-pip-version-check -c "$here/constraints.txt" -e "$spec"
+"${pip[@]}" -c "$here/constraints.txt" -e "$spec"

@@ -5,6 +5,7 @@
 #   scripts/install-system.sh          runtime packages (what the image needs)
 #   scripts/install-system.sh --test   runtime + what the tests and benches need (browser, PostgreSQL, linters,
 #                                      Node.js for Helm and the TypeScript MCP client)
+#   scripts/install-system.sh --python only the interpreter the venv is built from (the image's Python stage)
 set -euo pipefail
 
 DESKTOP_USER=${DESKTOP_USER:-user}
@@ -12,20 +13,21 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 runtime_packages=(
   # display, window manager, desktop, live view
-  xvfb xauth x11-xserver-utils xfwm4 xfdesktop4 xfce4-panel xfce4-settings dbus-x11 x11vnc
+  xvfb xauth xfwm4 xfdesktop4 xfce4-panel xfce4-settings dbus-x11 x11vnc
   wmctrl xdotool xclip
   # the applications behind the identifiers
   firefox-esr keepassxc thunderbird geany xfce4-terminal thunar
   fonts-dejavu-core fonts-noto-cjk adwaita-icon-theme
-  # venv from Debian's interpreter, so the desktop user can execute it
-  python3 python3-venv
-  ca-certificates procps
+  procps
 )
+# venv from Debian's interpreter, so the desktop user can execute it
+python_packages=(python3 python3-venv ca-certificates)
 test_packages=(
-  chromium postgresql shellcheck xterm x11-utils python3-tk desktop-file-utils libglib2.0-bin
+  chromium postgresql shellcheck xterm x11-utils x11-xserver-utils python3-tk desktop-file-utils libglib2.0-bin
 )
 
-packages=("${runtime_packages[@]}")
+packages=("${python_packages[@]}")
+[[ "${1:-}" == --python ]] || packages+=("${runtime_packages[@]}")
 if [[ "${1:-}" == --test ]]; then
   packages+=("${test_packages[@]}")
   # Only when npm is missing: a Node.js from elsewhere (NodeSource, nvm) brings its own npm, which
@@ -49,6 +51,8 @@ if ((${#missing[@]})); then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+[[ "${1:-}" == --python ]] && exit 0
 
 # noVNC's static files only: the Debian package itself depends on nodejs, numpy and websockify,
 # none of which we need (the desktop service bridges the WebSocket itself).

@@ -12,7 +12,7 @@ number=${DISPLAY#*:}
 socket=/tmp/.X11-unix/X${number%%.*}
 ours() { [[ -z ${DESKPILOT_XVFB_USER:-} ]] || [[ $(stat -c %U "$socket" 2>/dev/null) == "$DESKPILOT_XVFB_USER" ]]; }
 for _ in $(seq 600); do
-  if xset -display "$DISPLAY" q >/dev/null 2>&1 && ours && { [[ -z $bus || $bus == *=* ]] || [[ -S $bus ]]; }; then
+  if xdotool getdisplaygeometry >/dev/null 2>&1 && ours && { [[ -z $bus || $bus == *=* ]] || [[ -S $bus ]]; }; then
     exec "$@"
   fi
   sleep 0.05

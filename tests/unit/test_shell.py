@@ -14,11 +14,12 @@ SHELLCHECK = shutil.which("shellcheck")
 
 
 def dockerfile_run_steps(path: Path = ROOT / "Dockerfile") -> list[str]:
-    """The shell of every RUN instruction (shell form), continuation lines joined as Docker joins them."""
+    """The shell of every RUN instruction (shell form, after its --mount=... options), continuation lines
+    joined as Docker joins them."""
     text = re.sub(r"\\\n", " ", path.read_text())
     steps = []
     for line in text.splitlines():
-        m = re.match(r"\s*RUN\s+(.*)", line)
+        m = re.match(r"\s*RUN\s+(?:--[a-z-]+=\S+\s+)*(.*)", line)
         if m and not m.group(1).lstrip().startswith("["):
             steps.append(m.group(1).strip())
     return steps
