@@ -4,7 +4,7 @@ Figures:
   base      seconds scripts/base-image.sh takes to make debian:bookworm-slim here (debootstrap, trimmed,
             imported), under a tag of its own so the real one stays cached
   cold      `make image` with no build cache (--no-cache: every package downloaded and installed again)
-  warm      `make image` again with nothing changed, and after a change to the code (app/)
+  warm      `make image` again with nothing changed, and after a change to the code (deskpilot/)
   size      the image and each of its layers (docker history); target <= 1.4 GB
   healthy   seconds from `docker run` until Docker reports `healthy`; median of N runs; target <= 8 s
   idle      memory after 30 s idle, no application open (what `docker stats` shows); target <= 400 MiB
@@ -47,14 +47,14 @@ def base_seconds() -> float:
 
 
 def code_change_seconds() -> float:
-    """A rebuild after an edit under app/: the checkout's files, copied, with one comment added."""
+    """A rebuild after an edit under deskpilot/: the checkout's files, copied, with one comment added."""
     with tempfile.TemporaryDirectory(prefix="deskpilot-bench-") as tmp:
         files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
         for name in filter(None, files.decode().split("\0")):
             if (ROOT / name).is_file():
                 (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(ROOT / name, Path(tmp) / name)
-        with (Path(tmp) / "app" / "__init__.py").open("a") as f:
+        with (Path(tmp) / "deskpilot" / "__init__.py").open("a") as f:
             f.write(f"# {time.time()}\n")
         started = time.monotonic()
         subprocess.run([f"{tmp}/scripts/build-image.sh", TAG], check=True, capture_output=True)
@@ -111,7 +111,7 @@ def main() -> None:
     if not args.no_cold:
         print(f"base image made here (debootstrap, trimmed, imported): {base:.1f} s")
         print(f"cold build (make image, no cache): {cold:.1f} s")
-    print(f"warm build, nothing changed: {warm:.1f} s; after a change under app/: {changed:.1f} s")
+    print(f"warm build, nothing changed: {warm:.1f} s; after a change under deskpilot/: {changed:.1f} s")
     print(f"image size: {size / GB:.2f} GB; target <= 1.4 GB")
     for n, created_by in per_layer:
         print(f"  {n / 1e6:8.1f} MB  {created_by[:90]}")

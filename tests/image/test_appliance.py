@@ -24,7 +24,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from PIL import Image
 
-from app.computer.actions import ACTION_MODELS
+from deskpilot.computer.actions import ACTION_MODELS
 from tests.fakes.llm_server import Request, ScriptedLLM, Step, tool
 from tests.support.appliance import PROGRAMS
 from tests.support.container import HOME, ROOT, Container
