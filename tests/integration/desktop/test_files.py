@@ -1,0 +1,127 @@
+"""write_file / read_file on what is not an ordinary file, file actions side by side, long names."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import os
+import pwd
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.integration.desktop.conftest import Desktop
+
+
+@pytest.fixture
+def scratch(desktop: Desktop) -> Iterator[tuple[str, Path]]:
+    """A unique name prefix in the service's files directory; whatever starts with it is removed after."""
+    prefix = f"deskpilot-test-{uuid.uuid4().hex[:8]}"
+    root = desktop.controller.files.root
+    yield prefix, root
+    for path in root.glob(f"{prefix}*"):
+        with contextlib.suppress(OSError):
+            path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def release_fifo(path: Path) -> None:
+    """Open the FIFO's write end once, so a reader stuck opening it (a service before the fix) goes on."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # ENXIO: nobody is waiting to read it, as it should be
+            raise
+
+
+def test_a_fifo_is_refused_at_once_and_the_next_file_action_runs(desktop: Desktop, scratch) -> None:
+    prefix, root = scratch
+    fifo = root / f"{prefix}.fifo"
+    os.mkfifo(fifo, 0o666)
+    try:
+        started = time.monotonic()
+        r = desktop.http.post(
+            f"{desktop.url}/computer-use", json={"action": "read_file", "path": fifo.name}, timeout=5
+        )
+        assert r.status_code == 400, r.text
+        assert time.monotonic() - started < 2
+        body = r.json()
+        assert body["success"] is False and "FIFO" in body["error"] and body["message"] == body["error"]
+        # writing over it is refused the same way; it stays a FIFO
+        r = desktop.post(action="write_file", path=fifo.name, data=b64(b"x"))
+        assert r.status_code == 400 and "FIFO" in r.json()["error"], r.text
+        assert fifo.is_fifo()
+        r = desktop.http.post(
+            f"{desktop.url}/computer-use",
+            json={"action": "write_file", "path": f"{prefix}.txt", "data": b64(b"after the fifo")},
+            timeout=5,
+        )
+        assert r.status_code == 200, r.text
+        assert (root / f"{prefix}.txt").read_bytes() == b"after the fifo"
+    finally:
+        release_fifo(fifo)
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [("/dev/zero", "character device"), ("/dev/null", "character device"), ("/", "directory")],
+)
+def test_devices_and_directories_are_not_read(desktop: Desktop, path: str, kind: str) -> None:
+    r = desktop.post(action="read_file", path=path)
+    assert r.status_code == 400, r.text
+    assert kind in r.json()["error"] and "regular file" in r.json()["error"]
+
+
+def test_a_socket_is_not_read(desktop: Desktop, scratch) -> None:
+    prefix, root = scratch
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(root / f"{prefix}.sock"))
+        server.listen()
+        r = desktop.post(action="read_file", path=f"{prefix}.sock")
+    assert r.status_code == 400 and "not a regular file" in r.json()["error"], r.text
+
+
+def fsuids(pid: int) -> list[int]:
+    """The filesystem uid of each thread of a process (the 4th field of its ``Uid:`` line)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("Uid:"):
+                    out.append(int(line.split()[4]))
+    return out
+
+
+def test_file_actions_run_side_by_side_on_the_desktop_users_threads(desktop: Desktop, scratch) -> None:
+    prefix, root = scratch
+    big = os.urandom(desktop.controller.files.max_bytes)
+    (root / f"{prefix}-big.bin").write_bytes(big)
+
+    def read_big(_: int) -> bytes:
+        r = desktop.post(action="read_file", path=f"{prefix}-big.bin")
+        assert r.status_code == 200, r.text
+        return base64.b64decode(r.json()["data"])
+
+    def write_small(i: int) -> None:
+        r = desktop.post(action="write_file", path=f"{prefix}-{i}.txt", data=b64(str(i).encode()))
+        assert r.status_code == 200, r.text
+
+    with ThreadPoolExecutor(16) as pool:
+        reads = [pool.submit(read_big, i) for i in range(8)]
+        writes = [pool.submit(write_small, i) for i in range(8)]
+        assert all(f.result(timeout=60) == big for f in reads)
+        for f in writes:
+            f.result(timeout=60)
+    assert all((root / f"{prefix}-{i}.txt").read_bytes() == str(i).encode() for i in range(8))
+    if os.geteuid() == 0:  # the service dropped its rights: more than one thread acts as the desktop user
+        uid = pwd.getpwnam(desktop.controller.settings.user).pw_uid
+        assert fsuids(os.getpid()).count(uid) > 1
