@@ -141,7 +141,8 @@ class FileStore:
             self._makedirs(target.parent)
             with contextlib.suppress(FileNotFoundError):
                 _require_regular(os.stat(target).st_mode, target)
-            tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+            # a short name: `.{name}.{hex}.tmp` passed NAME_MAX (255 bytes) for legal names of 242 and more
+            tmp = target.parent / f".deskpilot-{secrets.token_hex(8)}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             try:
                 with os.fdopen(fd, "wb", closefd=True) as f:

@@ -125,3 +125,28 @@ def test_file_actions_run_side_by_side_on_the_desktop_users_threads(desktop: Des
     if os.geteuid() == 0:  # the service dropped its rights: more than one thread acts as the desktop user
         uid = pwd.getpwnam(desktop.controller.settings.user).pw_uid
         assert fsuids(os.getpid()).count(uid) > 1
+
+
+def name_of(prefix: str, size: int) -> str:
+    """A name of ``size`` bytes in UTF-8, with two-byte characters in it."""
+    stem = prefix + "é" * ((size - len(prefix) - 4) // 2)
+    name = stem + "x" * (size - 4 - len(stem.encode())) + ".txt"
+    assert len(name.encode()) == size
+    return name
+
+
+@pytest.mark.parametrize("size", [242, 255])
+def test_names_up_to_255_bytes_are_written_and_read_back(desktop: Desktop, scratch, size: int) -> None:
+    prefix, root = scratch
+    name = name_of(prefix, size)
+    body = desktop.act(action="write_file", path=name, data=b64(b"long name"))
+    assert str(root / name) in body["message"]
+    assert base64.b64decode(desktop.act(action="read_file", path=name)["data"]) == b"long name"
+    assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_name_over_255_bytes_is_refused(desktop: Desktop, scratch) -> None:
+    prefix, root = scratch
+    r = desktop.post(action="write_file", path=name_of(prefix, 256), data=b64(b"too long"))
+    assert r.status_code == 400 and "too long" in r.json()["error"], r.text
+    assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
