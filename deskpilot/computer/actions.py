@@ -302,7 +302,7 @@ def parse_action(body: Any) -> Action:
         raise
 
 
-def parse_action_json(raw: bytes) -> Action:
+def parse_action_json(raw: bytes | bytearray) -> Action:
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -93,6 +93,21 @@ def _drop_thread_credentials(uid: int, gid: int) -> None:
         raise RuntimeError("could not drop the file thread's credentials")
 
 
+# What a request may add around a file's base64: the JSON of the action, its path (4096 characters at
+# most, each escaped to 12 bytes at worst) and, over MCP, the JSON-RPC envelope.
+REQUEST_MARGIN = 64 << 10
+
+
+def base64_size(n: int) -> int:
+    """The length of the padded base64 of ``n`` bytes."""
+    return (n + 2) // 3 * 4
+
+
+def max_request_bytes(max_file_bytes: int) -> int:
+    """The largest request body the desktop reads: a write_file of a file at the limit."""
+    return base64_size(max_file_bytes) + REQUEST_MARGIN
+
+
 class FileStore:
     """Reads and writes files for the desktop user; see the module docstring for the rights model."""
 
