@@ -17,6 +17,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     TypeAdapter,
     ValidationError,
     model_validator,
@@ -255,6 +256,9 @@ class WriteFile(_Action):
     action: Literal["write_file"]
     path: Annotated[FilePath, AfterValidator(_check_path)]
     data: str = Field(description="base64 of the file content")
+    overwrite: StrictBool = Field(
+        default=True, description="false: never replace an existing file, answer 409 instead"
+    )
 
 
 class ReadFile(_Action):

@@ -61,7 +61,7 @@ router = APIRouter()
     response_model=None,
     responses={
         200: {"model": ActionResult},
-        **{status: {"model": ErrorBody} for status in (400, 404, 413, 500, 503, 504)},
+        **{status: {"model": ErrorBody} for status in (400, 404, 409, 413, 500, 503, 504)},
     },
     openapi_extra={
         "requestBody": {

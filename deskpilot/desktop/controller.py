@@ -129,7 +129,7 @@ class DesktopController:
     async def write_file(self, action: actions.WriteFile) -> Outcome:
         try:
             data = self._decode(action.data)
-            target = await self.files.write(action.path, data)
+            target = await self.files.write(action.path, data, overwrite=action.overwrite)
         except DesktopError as exc:
             exc.file_action = True
             raise

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from deskpilot.errors import DesktopError, FileMissing, InvalidAction, TooLarge
+from deskpilot.errors import DesktopError, FileConflict, FileMissing, InvalidAction, TooLarge
 
 T = TypeVar("T")
 
@@ -127,11 +127,12 @@ class FileStore:
         p = self.user.home / path[2:] if path.startswith("~/") else Path(path)
         return Path(os.path.normpath(p if p.is_absolute() else self.root / p))
 
-    async def write(self, path: str, data: bytes) -> Path:
+    async def write(self, path: str, data: bytes, *, overwrite: bool = True) -> Path:
+        """Write ``data`` at ``path``, replacing a file there unless ``overwrite`` is false (then 409)."""
         if len(data) > self.max_bytes:
             raise TooLarge(f"the file is {len(data)} bytes; the limit is {self.max_bytes} bytes")
         target = self.resolve(path)
-        return await self._run(self._write, target, data)
+        return await self._run(self._write, target, data, overwrite)
 
     async def read(self, path: str) -> FileContent:
         return await self._run(self._read, self.resolve(path))
@@ -150,12 +151,14 @@ class FileStore:
         if getattr(_file_thread, "store", None) is not self:
             raise RuntimeError("file I/O escaped the desktop user's threads")
 
-    def _write(self, target: Path, data: bytes) -> Path:
+    def _write(self, target: Path, data: bytes, overwrite: bool) -> Path:
         self._on_file_thread()
         try:
             self._makedirs(target.parent)
             with contextlib.suppress(FileNotFoundError):
                 _require_regular(os.stat(target).st_mode, target)
+                if not overwrite:  # known before writing the data; _publish makes it certain
+                    raise _conflict(target)
             # a short name: `.{name}.{hex}.tmp` passed NAME_MAX (255 bytes) for legal names of 242 and more
             tmp = target.parent / f".deskpilot-{secrets.token_hex(8)}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
@@ -163,7 +166,7 @@ class FileStore:
                 with os.fdopen(fd, "wb", closefd=True) as f:
                     os.fchmod(f.fileno(), 0o644)
                     f.write(data)
-                os.replace(tmp, target)
+                _publish(tmp, target, overwrite)
             finally:
                 tmp.unlink(missing_ok=True)
         except DesktopError:
@@ -212,6 +215,22 @@ class FileStore:
             media_type=media_type(target.name, data),
             path=str(target),
         )
+
+
+def _publish(tmp: Path, target: Path, overwrite: bool) -> None:
+    """Give the written temporary file its name: replacing what is there, or only if nothing is (a hard
+    link fails with EEXIST when the name exists, atomically, unlike a check before a rename)."""
+    if overwrite:
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise _conflict(target) from None
+
+
+def _conflict(target: Path) -> FileConflict:
+    return FileConflict(f"{target} already exists; write to another path, or set overwrite to true")
 
 
 _KINDS = (

@@ -150,3 +150,37 @@ def test_a_name_over_255_bytes_is_refused(desktop: Desktop, scratch) -> None:
     r = desktop.post(action="write_file", path=name_of(prefix, 256), data=b64(b"too long"))
     assert r.status_code == 400 and "too long" in r.json()["error"], r.text
     assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_write_without_overwrite_never_replaces_a_file(desktop: Desktop, scratch) -> None:
+    prefix, root = scratch
+    name = f"{prefix}.txt"
+    desktop.act(action="write_file", path=name, data=b64(b"first"), overwrite=False)
+    r = desktop.post(action="write_file", path=name, data=b64(b"second"), overwrite=False)
+    assert r.status_code == 409, r.text
+    body = r.json()
+    assert body["success"] is False and "already exists" in body["error"] and body["message"] == body["error"]
+    assert (root / name).read_bytes() == b"first"
+    desktop.act(action="write_file", path=name, data=b64(b"third"))  # the default replaces (the spec)
+    assert (root / name).read_bytes() == b"third"
+    (root / f"{prefix}-link").symlink_to(root / f"{prefix}-nowhere")  # a name taken by a dangling link
+    r = desktop.post(action="write_file", path=f"{prefix}-link", data=b64(b"x"), overwrite=False)
+    assert r.status_code == 409, r.text
+    r = desktop.post(action="write_file", path=name, data=b64(b"x"), overwrite="false")
+    assert r.status_code == 400 and "overwrite" in r.json()["error"], r.text
+    assert not [p for p in root.iterdir() if p.name.endswith(".tmp")]
+    schema = desktop.http.get(f"{desktop.url}/openapi.json").json()
+    assert "409" in schema["paths"]["/computer-use"]["post"]["responses"]
+
+
+def test_one_of_concurrent_writes_without_overwrite_creates_the_file(desktop: Desktop, scratch) -> None:
+    prefix, root = scratch
+
+    def write(i: int) -> int:
+        r = desktop.post(action="write_file", path=f"{prefix}.txt", data=b64(b"%d" % i), overwrite=False)
+        return r.status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(write, range(8)))
+    assert sorted(statuses) == [200] + [409] * 7
+    assert (root / f"{prefix}.txt").read_bytes() == b"%d" % statuses.index(200)
