@@ -43,7 +43,7 @@ def safe_name(name: str) -> str:
         stem = stem[:-1]
         name = f"{stem}.{ext}" if ext else stem
         if not stem:
-            name = name[:MAX_NAME_BYTES]
+            name = name.encode()[:MAX_NAME_BYTES].decode(errors="ignore")
             break
     return name
 

@@ -243,6 +243,7 @@ def test_safe_name_reduces_to_a_basename() -> None:
     assert safe_name(".bashrc") == "bashrc"
     long = safe_name("é" * 300 + ".txt")
     assert len(long.encode()) <= 255 and long.endswith(".txt")
+    assert len(safe_name("a." + "é" * 300).encode()) == 255  # an "extension" longer than a name may be
     assert unique_names(["a.txt", "a.txt", "b", "b", "a.txt"]) == [
         "a.txt",
         "a (2).txt",
