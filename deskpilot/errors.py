@@ -50,6 +50,12 @@ class FileMissing(DesktopError):
     status = 404
 
 
+class FileConflict(DesktopError):
+    """write_file with ``overwrite: false`` found a file at its path."""
+
+    status = 409
+
+
 class TooLarge(DesktopError):
     status = 413
 

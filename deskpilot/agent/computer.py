@@ -58,12 +58,11 @@ def _digest(settled: str) -> str:
 def map_coordinates(args: dict[str, Any], image: Size) -> dict[str, Any]:
     """Model-image coordinates in ``coordinates`` / ``path`` → screen coordinates (other fields as given)."""
 
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
     def point(value: Any) -> Any:
-        if (
-            isinstance(value, dict)
-            and isinstance(value.get("x"), int | float)
-            and isinstance(value.get("y"), int | float)
-        ):
+        if isinstance(value, dict) and number(value.get("x")) and number(value.get("y")):
             x, y = to_screen(value["x"], value["y"], image)
             return {**value, "x": x, "y": y}
         return value  # left for validation to reject with a clear message

@@ -14,8 +14,10 @@ import orjson
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     TypeAdapter,
     ValidationError,
     model_validator,
@@ -43,6 +45,19 @@ def _check_key(name: str) -> str:
     return name
 
 
+def _json_number(value: Any) -> Any:
+    """Numbers only: pydantic's lax mode would take ``true`` as 1 and ``"5"`` as 5 (an integral float such
+    as 2.0 stays an integer, as JSON Schema has it; a float field takes integers)."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not {str(value).lower()}")
+    if isinstance(value, str):
+        raise ValueError("must be a number, not a string")
+    return value
+
+
+JSONNumber = BeforeValidator(_json_number)
+
+
 KeyName = Annotated[
     str,
     Field(min_length=1, max_length=64, description="ctrl, shift, alt, super, enter, esc, f5, a, Page_Up ..."),
@@ -50,16 +65,18 @@ KeyName = Annotated[
 ]
 KeyList = Annotated[list[KeyName], Field(min_length=1, max_length=MAX_KEYS)]
 HoldKeys = Annotated[list[KeyName], Field(max_length=MAX_KEYS, description="keys held during the action")]
-Delay = Annotated[int, Field(ge=0, le=MAX_WAIT_MS, description="milliseconds between key presses")]
+Delay = Annotated[
+    int, JSONNumber, Field(ge=0, le=MAX_WAIT_MS, description="milliseconds between key presses")
+]
 
 
 class Coordinates(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    x: float = Field(
+    x: Annotated[float, JSONNumber] = Field(
         ge=0, lt=SCREEN_WIDTH, allow_inf_nan=False, description=f"0..{SCREEN_WIDTH - 1}, pixels from the left"
     )
-    y: float = Field(
+    y: Annotated[float, JSONNumber] = Field(
         ge=0,
         lt=SCREEN_HEIGHT,
         allow_inf_nan=False,
@@ -99,7 +116,7 @@ class ClickMouse(_Action):
     action: Literal["click_mouse"]
     coordinates: Coordinates | None = None
     button: Button
-    clickCount: int = Field(ge=1, le=MAX_CLICKS)
+    clickCount: Annotated[int, JSONNumber] = Field(ge=1, le=MAX_CLICKS)
     holdKeys: HoldKeys | None = None
 
 
@@ -127,7 +144,7 @@ class Scroll(_Action):
     action: Literal["scroll"]
     coordinates: Coordinates | None = None
     direction: ScrollDirection
-    scrollCount: int = Field(ge=1, le=MAX_SCROLLS)
+    scrollCount: Annotated[int, JSONNumber] = Field(ge=1, le=MAX_SCROLLS)
     holdKeys: HoldKeys | None = None
 
 
@@ -186,7 +203,7 @@ class Wait(_Action):
     """Wait ``duration`` milliseconds."""
 
     action: Literal["wait"]
-    duration: int = Field(ge=0, le=MAX_WAIT_MS)
+    duration: Annotated[int, JSONNumber] = Field(ge=0, le=MAX_WAIT_MS)
 
 
 class Screenshot(_Action):
@@ -194,9 +211,15 @@ class Screenshot(_Action):
 
     action: Literal["screenshot"]
     format: Literal["png", "jpeg", "webp"] = Field(default="png", description="image format (default png)")
-    quality: int = Field(default=80, ge=1, le=100, description="jpeg/webp quality; ignored for png")
-    width: int | None = Field(default=None, ge=16, le=SCREEN_WIDTH, description="downscale to this width")
-    scale: float | None = Field(default=None, gt=0, le=1, description="downscale by this factor")
+    quality: Annotated[int, JSONNumber] = Field(
+        default=80, ge=1, le=100, description="jpeg/webp quality; ignored for png"
+    )
+    width: Annotated[int | None, JSONNumber] = Field(
+        default=None, ge=16, le=SCREEN_WIDTH, description="downscale to this width"
+    )
+    scale: Annotated[float | None, JSONNumber] = Field(
+        default=None, gt=0, le=1, description="downscale by this factor"
+    )
 
     @model_validator(mode="after")
     def _one_size(self) -> Screenshot:
@@ -233,6 +256,9 @@ class WriteFile(_Action):
     action: Literal["write_file"]
     path: Annotated[FilePath, AfterValidator(_check_path)]
     data: str = Field(description="base64 of the file content")
+    overwrite: StrictBool = Field(
+        default=True, description="false: never replace an existing file, answer 409 instead"
+    )
 
 
 class ReadFile(_Action):
@@ -302,7 +328,7 @@ def parse_action(body: Any) -> Action:
         raise
 
 
-def parse_action_json(raw: bytes) -> Action:
+def parse_action_json(raw: bytes | bytearray) -> Action:
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

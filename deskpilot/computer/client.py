@@ -42,9 +42,12 @@ class DesktopClient:
             )
         return body
 
-    async def write_file(self, path: str, data: bytes) -> str:
-        """Write ``data`` at ``path`` on the desktop (relative: under ~/Desktop); returns its message."""
-        body = await self.action("write_file", path=path, data=pybase64.b64encode(data).decode("ascii"))
+    async def write_file(self, path: str, data: bytes, *, overwrite: bool = True) -> str:
+        """Write ``data`` at ``path`` on the desktop (relative: under ~/Desktop); returns its message.
+        With ``overwrite=False`` an existing file is left alone: DesktopClientError with status 409."""
+        encoded = pybase64.b64encode(data).decode("ascii")
+        extension = {} if overwrite else {"overwrite": False}  # the spec's request unless asked otherwise
+        body = await self.action("write_file", path=path, data=encoded, **extension)
         return str(body.get("message", ""))
 
     async def read_file(self, path: str) -> bytes:

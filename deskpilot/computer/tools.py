@@ -20,8 +20,9 @@ from deskpilot.computer.geometry import SCREEN, Size
 
 PREFIX = "computer_"
 
-# Fields a client sets for itself (the screenshot size and format it wants), never a model.
-CLIENT_FIELDS = frozenset({"scale", "width", "format", "quality"})
+# Fields a client sets for itself, never a model: the screenshot size and format it wants, and whether
+# its write_file may replace a file (a model's always may, as the API's default has it).
+CLIENT_FIELDS = frozenset({"scale", "width", "format", "quality", "overwrite"})
 
 # Actions after which the screen may change, so a client acting on what it sees should look again.
 CHANGES_SCREEN = frozenset(ACTION_MODELS) - {"screenshot", "cursor_position", "read_file", "write_file"}

@@ -23,7 +23,7 @@ from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.capture import Image, tune_malloc
 from deskpilot.desktop.connections import Connections
-from deskpilot.desktop.files import DesktopUser, FileStore
+from deskpilot.desktop.files import DesktopUser, FileStore, base64_size
 from deskpilot.desktop.input import Input
 from deskpilot.desktop.keyboard import KeyboardActions
 from deskpilot.desktop.mouse import MouseActions
@@ -129,7 +129,7 @@ class DesktopController:
     async def write_file(self, action: actions.WriteFile) -> Outcome:
         try:
             data = self._decode(action.data)
-            target = await self.files.write(action.path, data)
+            target = await self.files.write(action.path, data, overwrite=action.overwrite)
         except DesktopError as exc:
             exc.file_action = True
             raise
@@ -137,7 +137,7 @@ class DesktopController:
 
     def _decode(self, b64: str) -> bytes:
         limit = self.settings.max_file_bytes
-        if len(b64) > (limit + 2) // 3 * 4 + 4:
+        if len(b64) > base64_size(limit) + 4:
             raise TooLarge(f"the file is larger than the limit of {limit} bytes")
         try:
             return pybase64.b64decode(b64, validate=True)

@@ -2,11 +2,13 @@
 
 Relative paths resolve under the user's Desktop (``DESKTOP_FILES_DIR``), ``~/`` under their home
 (``DESKTOP_HOME``), absolute ones are used as given. When the service runs as root, every file operation
-happens on ONE dedicated thread whose filesystem credentials are dropped to the desktop user with raw
-syscalls (setgroups, setfsgid, setfsuid are per-thread on Linux; glibc's setgroups() would change every
-thread). Dropping fsuid from 0 also clears the thread's effective file
+happens on a small pool of dedicated threads whose filesystem credentials are dropped to the desktop user
+with raw syscalls as each thread starts (setgroups, setfsgid, setfsuid are per-thread on Linux; glibc's
+setgroups() would change every thread). Dropping fsuid from 0 also clears the thread's effective file
 capabilities (CAP_DAC_OVERRIDE ...), so the kernel checks exactly what the user may do. Running as the user
-already, plain I/O is used on the same single thread.
+already, plain I/O is used on the same pool. Several threads, so that one slow file (a big one, a slow
+disk) never holds up the next action; only regular files are read or replaced, so nothing can block
+a thread for ever (a FIFO's open waits for a writer, a device such as /dev/zero never ends).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import platform
 import pwd
 import secrets
+import stat
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,9 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from deskpilot.errors import DesktopError, FileMissing, InvalidAction, TooLarge
+from deskpilot.errors import DesktopError, FileConflict, FileMissing, InvalidAction, TooLarge
 
 T = TypeVar("T")
+
+# Threads per FileStore: file actions run concurrently, each on a thread with the user's rights.
+FILE_THREADS = 4
+# The store a file thread belongs to, set once its credentials are dropped (see ``_init_file_thread``).
+_file_thread = threading.local()
 
 _SYSCALLS = {  # (setgroups, setfsuid, setfsgid)
     "x86_64": (116, 122, 123),
@@ -85,6 +93,21 @@ def _drop_thread_credentials(uid: int, gid: int) -> None:
         raise RuntimeError("could not drop the file thread's credentials")
 
 
+# What a request may add around a file's base64: the JSON of the action, its path (4096 characters at
+# most, each escaped to 12 bytes at worst) and, over MCP, the JSON-RPC envelope.
+REQUEST_MARGIN = 64 << 10
+
+
+def base64_size(n: int) -> int:
+    """The length of the padded base64 of ``n`` bytes."""
+    return (n + 2) // 3 * 4
+
+
+def max_request_bytes(max_file_bytes: int) -> int:
+    """The largest request body the desktop reads: a write_file of a file at the limit."""
+    return base64_size(max_file_bytes) + REQUEST_MARGIN
+
+
 class FileStore:
     """Reads and writes files for the desktop user; see the module docstring for the rights model."""
 
@@ -93,9 +116,9 @@ class FileStore:
         self.root = files_dir or user.home / "Desktop"
         self.max_bytes = max_bytes
         self.dropped = os.geteuid() == 0 and user.uid != 0
-        init = (lambda: _drop_thread_credentials(user.uid, user.gid)) if self.dropped else None
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="desktop-files", initializer=init)
-        self._ident: int | None = None
+        self._pool = ThreadPoolExecutor(
+            max_workers=FILE_THREADS, thread_name_prefix="desktop-files", initializer=self._init_file_thread
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -104,11 +127,12 @@ class FileStore:
         p = self.user.home / path[2:] if path.startswith("~/") else Path(path)
         return Path(os.path.normpath(p if p.is_absolute() else self.root / p))
 
-    async def write(self, path: str, data: bytes) -> Path:
+    async def write(self, path: str, data: bytes, *, overwrite: bool = True) -> Path:
+        """Write ``data`` at ``path``, replacing a file there unless ``overwrite`` is false (then 409)."""
         if len(data) > self.max_bytes:
             raise TooLarge(f"the file is {len(data)} bytes; the limit is {self.max_bytes} bytes")
         target = self.resolve(path)
-        return await self._run(self._write, target, data)
+        return await self._run(self._write, target, data, overwrite)
 
     async def read(self, path: str) -> FileContent:
         return await self._run(self._read, self.resolve(path))
@@ -117,22 +141,34 @@ class FileStore:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, fn, *args)
 
-    def _write(self, target: Path, data: bytes) -> Path:
+    def _init_file_thread(self) -> None:
+        if self.dropped:
+            _drop_thread_credentials(self.user.uid, self.user.gid)
+        _file_thread.store = self  # only now may this thread touch the user's files
+
+    def _on_file_thread(self) -> None:
+        # every operation must run on one of this store's threads, whose credentials were dropped
+        if getattr(_file_thread, "store", None) is not self:
+            raise RuntimeError("file I/O escaped the desktop user's threads")
+
+    def _write(self, target: Path, data: bytes, overwrite: bool) -> Path:
         self._on_file_thread()
         try:
             self._makedirs(target.parent)
-            if target.is_dir():
-                raise InvalidAction(f"{target} is a directory; give a file path")
-            tmp = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+            with contextlib.suppress(FileNotFoundError):
+                _require_regular(os.stat(target).st_mode, target)
+                if not overwrite:  # known before writing the data; _publish makes it certain
+                    raise _conflict(target)
+            # a short name: `.{name}.{hex}.tmp` passed NAME_MAX (255 bytes) for legal names of 242 and more
+            tmp = target.parent / f".deskpilot-{secrets.token_hex(8)}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             try:
                 with os.fdopen(fd, "wb", closefd=True) as f:
                     os.fchmod(f.fileno(), 0o644)
                     f.write(data)
-                os.replace(tmp, target)
-            except BaseException:
+                _publish(tmp, target, overwrite)
+            finally:
                 tmp.unlink(missing_ok=True)
-                raise
         except DesktopError:
             raise
         except OSError as exc:
@@ -155,11 +191,17 @@ class FileStore:
     def _read(self, target: Path) -> FileContent:
         self._on_file_thread()
         try:
-            with open(target, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                if size > self.max_bytes:
-                    raise TooLarge(f"{target} is {size} bytes; the limit is {self.max_bytes} bytes")
-                data = f.read(self.max_bytes + 1)
+            # O_NONBLOCK: opening a FIFO would wait for a writer; fstat then refuses anything irregular
+            fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            try:
+                st = os.fstat(fd)
+                _require_regular(st.st_mode, target)
+                if st.st_size > self.max_bytes:
+                    raise TooLarge(f"{target} is {st.st_size} bytes; the limit is {self.max_bytes} bytes")
+                with open(fd, "rb", closefd=False) as f:
+                    data = f.read(self.max_bytes + 1)
+            finally:
+                os.close(fd)
         except DesktopError:
             raise
         except OSError as exc:
@@ -174,12 +216,37 @@ class FileStore:
             path=str(target),
         )
 
-    def _on_file_thread(self) -> None:
-        # every operation must run on the one thread whose credentials were dropped
-        ident = threading.get_ident()
-        if self._ident is None:
-            self._ident = ident
-        assert ident == self._ident, "file I/O escaped the desktop user's thread"
+
+def _publish(tmp: Path, target: Path, overwrite: bool) -> None:
+    """Give the written temporary file its name: replacing what is there, or only if nothing is (a hard
+    link fails with EEXIST when the name exists, atomically, unlike a check before a rename)."""
+    if overwrite:
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise _conflict(target) from None
+
+
+def _conflict(target: Path) -> FileConflict:
+    return FileConflict(f"{target} already exists; write to another path, or set overwrite to true")
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _require_regular(mode: int, target: Path) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for is_kind, name in _KINDS if is_kind(mode)), "not a regular file")
+    raise InvalidAction(f"{target} is {kind}; give the path of a regular file")
 
 
 def _os_error(exc: OSError, target: Path, verb: str) -> DesktopError:
@@ -191,6 +258,8 @@ def _os_error(exc: OSError, target: Path, verb: str) -> DesktopError:
         return InvalidAction(f"the desktop user may not {verb} {target} (permission denied)")
     if exc.errno == errno.EISDIR:
         return InvalidAction(f"{target} is a directory; give a file path")
+    if exc.errno == errno.ENXIO:  # opening a socket, or a device without a driver
+        return InvalidAction(f"{target} is not a regular file; give the path of a regular file")
     if exc.errno in (errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL):
         return InvalidAction(f"cannot {verb} {target}: {exc.strerror}")
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):

@@ -44,6 +44,7 @@ from deskpilot.computer.geometry import SCREEN
 from deskpilot.computer.tools import PREFIX, TOOLS, ToolSpec
 from deskpilot.desktop import mcp_fastpath
 from deskpilot.desktop.controller import DesktopController, Outcome
+from deskpilot.desktop.files import max_request_bytes
 from deskpilot.errors import DesktopError
 
 log = logging.getLogger(__name__)
@@ -161,8 +162,15 @@ class MCPEndpoint:
         self.server = DesktopTools(controller).server()
         self._init_options = self.server.create_initialization_options()
         security = transport_security(allowed_hosts)
-        self._sessions = StreamableHTTPSessionManager(app=self.server, security_settings=security)
-        self._sse = SseServerTransport("/mcp/messages/", security_settings=security)
+        # The SDK refuses larger POST bodies with 413 while they stream (its own default is 4 MiB, which
+        # would cap computer_write_file at 3 MiB): the same bound as POST /computer-use.
+        limit = max_request_bytes(controller.settings.max_file_bytes)
+        self._sessions = StreamableHTTPSessionManager(
+            app=self.server, security_settings=security, max_request_body_size=limit
+        )
+        self._sse = SseServerTransport(
+            "/mcp/messages/", security_settings=security, max_request_body_size=limit
+        )
 
     @property
     def routes(self) -> list[BaseRoute]:

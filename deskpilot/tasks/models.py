@@ -122,7 +122,8 @@ class TaskFile(Base):
     media_type: Mapped[str] = mapped_column(String(255))
     size: Mapped[int] = mapped_column(Integer)
     data: Mapped[bytes] = mapped_column(LargeBinary)
-    # Absolute path on the desktop; set once the file has been written there.
+    # Absolute path on the desktop: the one announced at creation, corrected when the file is written under
+    # another name because that one was taken (the desktop never replaces a file for an upload).
     desktop_path: Mapped[str] = mapped_column(String(1024))
     written_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -377,10 +377,13 @@ class Store:
                 ).all()
             )
 
-    async def mark_file_written(self, file_id: str) -> None:
+    async def mark_file_written(self, file_id: str, desktop_path: str) -> None:
+        """The file is on the desktop at ``desktop_path`` (another name than announced when one was taken)."""
         async with self.writing() as session:
             await session.execute(
-                update(TaskFile).where(TaskFile.id == file_id).values(written_at=self.now())
+                update(TaskFile)
+                .where(TaskFile.id == file_id)
+                .values(written_at=self.now(), desktop_path=desktop_path)
             )
 
     async def task_state(self, task_id: str) -> tuple[str, str, str | None] | None:

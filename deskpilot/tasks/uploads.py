@@ -24,6 +24,7 @@ from deskpilot.tasks.models import TaskFile
 from deskpilot.tasks.schemas import FileIn, TaskCreate
 from deskpilot.tasks.types import TaskPriority, TaskType
 
+MAX_NAME_BYTES = 255  # NAME_MAX of Linux file systems
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
 
 
@@ -38,29 +39,39 @@ def safe_name(name: str) -> str:
     stem, dot, ext = name.rpartition(".")
     if not dot:
         stem, ext = name, ""
-    while len(name.encode()) > 255:
+    while len(name.encode()) > MAX_NAME_BYTES:
         stem = stem[:-1]
         name = f"{stem}.{ext}" if ext else stem
         if not stem:
-            name = name[:255]
+            name = name.encode()[:MAX_NAME_BYTES].decode(errors="ignore")
             break
     return name
 
 
+def numbered(name: str, copy: int) -> str:
+    """The ``copy``-th of files called ``name``: report.pdf, report (2).pdf, report (3).pdf ...; the stem
+    is shortened to keep the name within 255 bytes."""
+    if copy == 1:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    suffix = f" ({copy}).{ext}"
+    if not dot or len(suffix.encode()) >= MAX_NAME_BYTES:
+        stem, suffix = name, f" ({copy})"
+    room = MAX_NAME_BYTES - len(suffix.encode())
+    return stem.encode()[:room].decode(errors="ignore") + suffix
+
+
 def unique_names(names: Iterable[str]) -> list[str]:
-    """Make names unique within one task: report.pdf, report (2).pdf, ..."""
+    """Make names unique within one task: report.pdf, report (2).pdf, ... (across tasks the worker does
+    the same on the desktop, which never replaces a file for an upload)."""
     seen: set[str] = set()
     out: list[str] = []
     for name in names:
-        candidate, copy = name, 1
-        stem, dot, ext = name.rpartition(".")
-        if not dot:
-            stem, ext = name, ""
-        while candidate in seen:
+        copy = 1
+        while numbered(name, copy) in seen:
             copy += 1
-            candidate = f"{stem} ({copy}).{ext}" if ext else f"{stem} ({copy})"
-        seen.add(candidate)
-        out.append(candidate)
+        seen.add(numbered(name, copy))
+        out.append(numbered(name, copy))
     return out
 
 
@@ -78,6 +89,16 @@ def guess_media_type(name: str) -> str:
 def files_note(files: list[TaskFile]) -> str:
     lines = [f"- {f.desktop_path} ({f.size} bytes, {f.media_type})" for f in files]
     return "Files uploaded with this task are saved on the desktop:\n" + "\n".join(lines)
+
+
+def renamed_note(renamed: list[tuple[str, str]]) -> str:
+    """What the task is told when uploads were saved under other names than ``files_note`` announced:
+    (announced path, real path) each."""
+    lines = [f"- {real} (not {announced})" for announced, real in renamed]
+    return (
+        "Files of those names were already on the desktop, so these uploads were saved under new names:\n"
+        + "\n".join(lines)
+    )
 
 
 def _validate_create(data: Any) -> TaskCreate:

@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import posixpath
 import socket
+from http import HTTPStatus
 
 from sqlalchemy.engine import make_url
 
@@ -23,11 +25,15 @@ from deskpilot.computer.client import DesktopClient, DesktopClientError
 from deskpilot.tasks.events import Event
 from deskpilot.tasks.executor import Executor, TaskContext
 from deskpilot.tasks.leases import Leases
-from deskpilot.tasks.models import Task, utcnow
+from deskpilot.tasks.models import Task, TaskFile, utcnow
 from deskpilot.tasks.store import NOTIFY_CHANNEL, Store
-from deskpilot.tasks.types import TaskStatus
+from deskpilot.tasks.types import Role, TaskStatus
+from deskpilot.tasks.uploads import numbered, renamed_note
 
 log = logging.getLogger(__name__)
+
+# How many names an upload tries on the desktop (report.pdf, report (2).pdf ...) before the task fails.
+MAX_COPIES = 100
 
 
 def default_worker_id() -> str:
@@ -151,17 +157,37 @@ class Worker:
             log.exception("releasing the task failed", extra={"task": task.id})
 
     async def _prepare_and_run(self, task: Task, ctx: TaskContext) -> None:
+        renamed: list[tuple[str, str]] = []
         for upload in await self.store.pending_files(task.id):
             try:
-                await self.desktop.write_file(upload.desktop_path, upload.data)
+                path = await self._save(upload)
             except DesktopClientError as exc:
                 await ctx.update(
                     status=TaskStatus.FAILED,
                     error=f"could not save {upload.name} on the desktop: {exc.message}",
                 )
                 return
-            await self.store.mark_file_written(upload.id)
+            await self.store.mark_file_written(upload.id, path)
+            if path != upload.desktop_path:
+                renamed.append((upload.desktop_path, path))
+        if renamed:  # the first message announced other paths: tell the model (and the UI) where they are
+            await ctx.add_message([{"type": "text", "text": renamed_note(renamed)}], role=Role.USER)
         await self.executor.execute(task.id, ctx)
+
+    async def _save(self, upload: TaskFile) -> str:
+        """Write an upload onto the desktop without replacing anything there: at the path announced, else
+        as its next free numbered copy (report (2).pdf ...). Returns where it was written."""
+        directory, name = posixpath.split(upload.desktop_path)
+        for copy in range(1, MAX_COPIES + 1):
+            path = posixpath.join(directory, numbered(name, copy))
+            try:
+                await self.desktop.write_file(path, upload.data, overwrite=False)
+            except DesktopClientError as exc:
+                if exc.status != HTTPStatus.CONFLICT:
+                    raise
+                continue
+            return path
+        raise DesktopClientError(f"{name} and {MAX_COPIES - 1} numbered copies of it are all taken", 409)
 
     async def _heartbeat(self, task_id: str, run: asyncio.Task[None]) -> None:
         """Renew the lease; cancel the run when the task was taken away (deleted, cancelled, or another

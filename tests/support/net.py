@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from urllib.parse import urlsplit
 
 import httpx
 import uvicorn
@@ -53,3 +54,30 @@ class ServerThread:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+def send_head(url: str, head: str, timeout: float = 5) -> tuple[int, bytes]:
+    """POST-style request line and headers only (``head``, lines joined by ``\\n``), never a body: returns
+    the answer's (status, body). Shows a server answering before it has read what it was promised."""
+    parts = urlsplit(url)
+    assert parts.hostname and parts.port
+    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as s:
+        s.sendall(head.replace("\n", "\r\n").encode() + b"\r\n")
+        answer = b""
+        while True:
+            header, _, body = answer.partition(b"\r\n\r\n")
+            if _ and len(body) >= _content_length(header):
+                break
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    return int(answer.split(b" ", 2)[1]), body
+
+
+def _content_length(header: bytes) -> int:
+    for line in header.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0

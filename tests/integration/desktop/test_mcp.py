@@ -6,11 +6,13 @@ import base64
 import functools
 import io
 import json
+import os
 import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 from mcp import Client
@@ -25,7 +27,8 @@ from deskpilot.computer.tools import TOOLS
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop import mcp_fastpath
 from deskpilot.desktop.api import create_app
-from tests.support.net import ServerThread
+from deskpilot.desktop.files import max_request_bytes
+from tests.support.net import ServerThread, send_head
 from tests.support.xvfb import Display
 
 pytestmark = pytest.mark.anyio
@@ -100,6 +103,36 @@ async def test_writes_and_reads_a_file_as_an_embedded_resource(desktop: str, fil
     assert base64.b64decode(resource.blob) == payload
     assert resource.mime_type == "text/plain"
     assert resource.uri == f"file://{files_dir}/{name}"
+
+
+@pytest.mark.parametrize("transport", ["sse", "streamable-http"])
+async def test_writes_a_file_larger_than_the_sdks_default_body_limit(
+    desktop: str, files_dir: Path, transport: str
+) -> None:
+    """The SDK refuses POST bodies over 4 MiB unless told otherwise; /mcp takes what /computer-use takes."""
+    payload = os.urandom(5 << 20)
+    name = f"mcp-big-{uuid.uuid4().hex[:8]}.bin"
+    try:
+        # a refused POST leaves an SSE client waiting for an answer that never comes
+        with anyio.fail_after(30):
+            async with Client(transports(desktop)[transport]) as client:
+                data = base64.b64encode(payload).decode()
+                wrote = await client.call_tool("computer_write_file", {"path": name, "data": data})
+        assert not wrote.is_error, wrote.content
+        assert (files_dir / name).read_bytes() == payload
+    finally:
+        (files_dir / name).unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("path", ["/mcp", f"/mcp/messages/?session_id={uuid.uuid4().hex}"])
+def test_an_oversize_post_is_refused_before_its_body_is_read(desktop: str, path: str) -> None:
+    size = max_request_bytes(DesktopSettings().max_file_bytes) + 1
+    status, _ = send_head(
+        desktop,
+        f"POST {path} HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\n"
+        f"Accept: application/json, text/event-stream\nContent-Length: {size}\n",
+    )
+    assert status == 413
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from deskpilot.tasks.lifecycle import TRANSITIONS, check_transition
 from deskpilot.tasks.models import Task, utcnow
 from deskpilot.tasks.store import Store
 from deskpilot.tasks.types import TaskStatus
-from deskpilot.tasks.uploads import safe_name, unique_names
+from deskpilot.tasks.uploads import numbered, safe_name, unique_names
 
 pytestmark = pytest.mark.anyio
 
@@ -243,6 +243,7 @@ def test_safe_name_reduces_to_a_basename() -> None:
     assert safe_name(".bashrc") == "bashrc"
     long = safe_name("é" * 300 + ".txt")
     assert len(long.encode()) <= 255 and long.endswith(".txt")
+    assert len(safe_name("a." + "é" * 300).encode()) == 255  # an "extension" longer than a name may be
     assert unique_names(["a.txt", "a.txt", "b", "b", "a.txt"]) == [
         "a.txt",
         "a (2).txt",
@@ -250,3 +251,7 @@ def test_safe_name_reduces_to_a_basename() -> None:
         "b (2)",
         "a (3).txt",
     ]
+    longest = "é" * 125 + ".pdf"  # 254 bytes: its copies shorten the stem, never the extension
+    assert [len(n.encode()) for n in unique_names([longest] * 12)] == [254] * 9 + [255] * 3
+    assert unique_names([longest] * 12)[11].endswith("é (12).pdf")
+    assert numbered("x." + "e" * 253, 3) == "x." + "e" * 249 + " (3)"  # an "extension" too long to keep

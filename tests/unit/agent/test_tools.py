@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from deskpilot.agent.computer import map_coordinates
 from deskpilot.agent.tools import tool_definitions
 from deskpilot.computer.actions import ACTION_MODELS, parse_action
 from deskpilot.computer.geometry import Size
+from deskpilot.errors import InvalidAction
 
 HD = Size(1280, 720)
 
@@ -43,3 +46,10 @@ def test_mapped_arguments_validate_with_the_desktop_model() -> None:
     assert (action.coordinates.x, action.coordinates.y) == (1919, 1079)
     path = map_coordinates({"path": [{"x": 0, "y": 0}, {"x": 640, "y": 360}], "button": "left"}, HD)["path"]
     assert path == [{"x": 0, "y": 0}, {"x": 960, "y": 540}]
+
+
+def test_a_boolean_coordinate_is_left_for_validation_to_refuse() -> None:
+    args = map_coordinates({"coordinates": {"x": True, "y": 10}}, HD)
+    assert args["coordinates"] == {"x": True, "y": 10}  # not scaled into a number
+    with pytest.raises(InvalidAction, match=r"coordinates\.x: must be a number, not true"):
+        parse_action({**args, "action": "move_mouse"})
