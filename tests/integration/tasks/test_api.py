@@ -113,7 +113,9 @@ def test_create_task_rejects_malformed_body_and_content_type(api: httpx.Client) 
         api.post("/tasks", content=b"{", headers={"content-type": "application/json"}), 400, "invalid JSON"
     )
     assert_error(
-        api.post("/tasks", content=b"x", headers={"content-type": "text/plain"}), 400, "Content-Type"
+        api.post("/tasks", content=b"x", headers={"content-type": "text/plain"}),
+        415,
+        "Content-Type must be application/json or multipart/form-data",
     )
 
 
