@@ -184,6 +184,13 @@ def test_multipart_without_description_is_400(api: httpx.Client) -> None:
         "description: field required",
     )
     assert_error(api.post("/tasks", data={"description": "x"}, files=[("doc", ("a", b"1"))]), 400, "doc:")
+    text = {"description": "x", "files": "not a file"}
+    assert_error(
+        api.post("/tasks", data=text, files=[("files", ("a", b"1"))]), 400, "files: must be file parts"
+    )
+    # an HTML form's empty file input sends an empty text part: no file
+    r = api.post("/tasks", data={"description": "x", "files": ""}, files=[("files", ("a", b"1"))])
+    assert r.status_code == 201 and len(api.get(f"/tasks/{r.json()['id']}").json()["files"]) == 1
 
 
 def test_list_tasks_newest_first_with_filters_and_total(api: httpx.Client, db_url: str) -> None:
