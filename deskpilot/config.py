@@ -34,14 +34,6 @@ class DesktopSettings(BaseSettings):
     max_file_bytes: int = Field(default=100 << 20, gt=0)
     # seconds `application` waits for a launched program's window before answering 504
     app_timeout: float = Field(default=60.0, gt=0)
-    # Host names /mcp accepts besides loopback (DNS-rebinding protection), comma-separated; "*" = any.
-    # Behind a port mapping or an ingress, list the public name: DESKTOP_MCP_ALLOWED_HOSTS=desk.example.com
-    mcp_allowed_hosts: Annotated[list[str], NoDecode] = []
-
-    @field_validator("mcp_allowed_hosts", mode="before")
-    @classmethod
-    def _split_hosts(cls, value: object) -> object:
-        return [h.strip() for h in value.split(",") if h.strip()] if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ One ASGI middleware, ``Guard``, in front of each service (HTTP and WebSocket ali
    must come from the service's own origin or one configured in ``DESKPILOT_ALLOWED_ORIGINS`` — 403.
 3. **Content type**: a body sent to a JSON endpoint must be declared ``application/json`` (a browser sends
    ``text/plain`` cross-site without asking first) — 415.
-4. **Token**: when a token is configured, every request but the open paths (``/health``) carries
-   ``Authorization: Bearer <token>`` (or, where a service allows it, its session cookie) — 401 with
-   ``WWW-Authenticate: Bearer``.
+4. **Token**: when a token is configured, every request but the probes' (``/health``, ``/health/live``)
+   carries ``Authorization: Bearer <token>`` (or, where a service allows it, its session cookie) — 401
+   with ``WWW-Authenticate: Bearer``.
 
 Services compare a SHA-256 digest of what they are shown with the digest of the token, in constant time:
 the desktop service runs as the desktop user, so it is given only the digest (``DESKPILOT_TOKEN_SHA256``),
@@ -89,7 +89,8 @@ class Policy:
     credentials: Credentials = field(default_factory=Credentials)
     allowed_hosts: frozenset[str] = frozenset()  # besides loopback; "*" = any
     allowed_origins: frozenset[str] = frozenset()  # besides the service's own origin
-    open_paths: frozenset[str] = frozenset({"/health"})
+    # probes (Kubernetes sends the pod IP as Host): no token, any Host; they reveal nothing secret
+    open_paths: frozenset[str] = frozenset({"/health", "/health/live"})
     # a body sent with one of these methods must be JSON, except on the paths listed with other types
     json_methods: frozenset[str] = frozenset({"POST", "PUT", "PATCH", "DELETE"})
     other_types: dict[str, tuple[str, ...]] = field(default_factory=dict)  # path -> accepted media types

@@ -1,12 +1,24 @@
-"""Shared fixtures: one private Xvfb + window manager for the session, anyio on asyncio."""
+"""Shared fixtures: one private Xvfb + window manager for the session, anyio on asyncio, and no security
+settings from the developer's environment."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
+from tests.support import security
 from tests.support.xvfb import Display, managed_display
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_security_from_the_environment() -> Iterator[None]:
+    """Services the tests start (in-process or as subprocesses) see only the token a test gives them."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in [n for n in os.environ if n.upper() in security.VARIABLES]:  # pydantic ignores case
+            mp.delenv(name)
+        yield
 
 
 @pytest.fixture(scope="session")

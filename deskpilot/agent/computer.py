@@ -90,6 +90,8 @@ class Computer:
             try:
                 return await self.desktop.action(action, **fields)
             except DesktopClientError as exc:
+                if exc.status == 401:  # not a token the desktop takes: neither the model nor a retry can help
+                    raise DesktopDown(f"{exc.message} (DESKPILOT_TOKEN is not the desktop's)") from exc
                 if exc.status not in (
                     0,
                     502,

@@ -18,9 +18,19 @@ class DesktopClientError(Exception):
 
 
 class DesktopClient:
-    def __init__(self, base_url: str, timeout: float = 60.0, client: httpx.AsyncClient | None = None) -> None:
+    """``token``: the desktop's ``DESKPILOT_TOKEN``, sent as ``Authorization: Bearer`` (never in a URL)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float = 60.0,
+        client: httpx.AsyncClient | None = None,
+        *,
+        token: str | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout)
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -28,7 +38,9 @@ class DesktopClient:
     async def action(self, action: str, **fields: Any) -> dict[str, Any]:
         """Run one action; returns the result body, raises DesktopClientError unless ``success`` is true."""
         try:
-            r = await self._client.post("/computer-use", json={"action": action, **fields})
+            r = await self._client.post(
+                "/computer-use", json={"action": action, **fields}, headers=self._headers
+            )
         except httpx.HTTPError as e:
             raise DesktopClientError(f"desktop service at {self.base_url} unreachable: {e!r}") from e
         try:

@@ -19,12 +19,13 @@ from starlette.responses import Response
 
 from deskpilot import __version__, logs
 from deskpilot.computer import actions
-from deskpilot.config import DesktopSettings
+from deskpilot.config import DesktopSettings, SecuritySettings
 from deskpilot.desktop import vnc
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.files import max_request_bytes
 from deskpilot.desktop.mcp import MCPEndpoint
 from deskpilot.errors import DesktopError, TooLarge, desktop_error_body, desktop_error_headers
+from deskpilot.security import Guard, policy_for
 from deskpilot.web import json_response
 
 # A /health probe answers None when healthy, else what is wrong; each is bounded by PROBE_TIMEOUT_S.
@@ -165,13 +166,23 @@ def openapi_with_actions(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
+def refusal(status: int, message: str, headers: dict[str, str]) -> Response:
+    """The Guard's refusals (deskpilot/security.py) in the desktop's error shape."""
+    return json_response({"success": False, "error": message}, status, headers)
+
+
 def create_app(
-    settings: DesktopSettings | None = None, controller: DesktopController | None = None
+    settings: DesktopSettings | None = None,
+    controller: DesktopController | None = None,
+    security: SecuritySettings | None = None,
 ) -> FastAPI:
+    """``security`` defaults to the environment (``DESKPILOT_*``); the appliance gives this service only the
+    token's digest, ``DESKPILOT_TOKEN_SHA256``."""
     logs.configure()
     settings = settings or DesktopSettings()
+    security = security or SecuritySettings()
     controller = controller or DesktopController(settings)
-    mcp = MCPEndpoint(controller, settings.mcp_allowed_hosts)
+    mcp = MCPEndpoint(controller, security)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -197,4 +208,6 @@ def create_app(
     app.openapi = lambda: openapi_with_actions(app)  # type: ignore[method-assign]
     app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (deskpilot/desktop/mcp.py)
     vnc.install(app, settings)  # /vnc live view; keep it after the other routes
+    # Host, Origin, content type and token, before any route (HTTP and WebSocket: /vnc/websockify too)
+    app.add_middleware(Guard, policy=policy_for("desktop", security), refuse=refusal)
     return app

@@ -42,6 +42,7 @@ from deskpilot import __version__
 from deskpilot.computer.actions import parse_action
 from deskpilot.computer.geometry import SCREEN
 from deskpilot.computer.tools import PREFIX, TOOLS, ToolSpec
+from deskpilot.config import SecuritySettings
 from deskpilot.desktop import mcp_fastpath
 from deskpilot.desktop.controller import DesktopController, Outcome
 from deskpilot.desktop.files import max_request_bytes
@@ -137,18 +138,20 @@ def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
     return CallToolResult(content=[TextContent(text=outcome.message or f"{spec.action} done.")])
 
 
-def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
-    """Host-header (DNS rebinding) protection: loopback plus the configured hosts; ``*`` turns it off.
+def transport_security(security: SecuritySettings) -> TransportSecuritySettings:
+    """The MCP SDK's own Host and Origin check, from the settings the Guard in front of it uses: loopback
+    plus ``DESKPILOT_ALLOWED_HOSTS`` (``*`` turns it off), same-origin plus ``DESKPILOT_ALLOWED_ORIGINS``.
 
     Behind a container port mapping or an ingress the Host header is the public name, so those names
-    must be listed (DESKTOP_MCP_ALLOWED_HOSTS) or the check disabled.
+    must be listed or the check disabled.
     """
-    if "*" in allowed_hosts:
+    if "*" in security.allowed_hosts:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts = [*LOCAL_HOSTS]
-    for h in allowed_hosts:
+    for h in security.allowed_hosts:
         hosts += [h] if ":" in h else [h, f"{h}:*"]
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    origins += [o.rstrip("/") for o in security.allowed_origins]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
@@ -157,19 +160,19 @@ def transport_security(allowed_hosts: list[str]) -> TransportSecuritySettings:
 class MCPEndpoint:
     """The routes and lifespan of ``/mcp``, to add to the desktop FastAPI app."""
 
-    def __init__(self, controller: DesktopController, allowed_hosts: list[str]) -> None:
+    def __init__(self, controller: DesktopController, security: SecuritySettings) -> None:
         self._speedups = mcp_fastpath.install()
         self.server = DesktopTools(controller).server()
         self._init_options = self.server.create_initialization_options()
-        security = transport_security(allowed_hosts)
+        checks = transport_security(security)
         # The SDK refuses larger POST bodies with 413 while they stream (its own default is 4 MiB, which
         # would cap computer_write_file at 3 MiB): the same bound as POST /computer-use.
         limit = max_request_bytes(controller.settings.max_file_bytes)
         self._sessions = StreamableHTTPSessionManager(
-            app=self.server, security_settings=security, max_request_body_size=limit
+            app=self.server, security_settings=checks, max_request_body_size=limit
         )
         self._sse = SseServerTransport(
-            "/mcp/messages/", security_settings=security, max_request_body_size=limit
+            "/mcp/messages/", security_settings=checks, max_request_body_size=limit
         )
 
     @property

@@ -18,10 +18,11 @@ from fastapi.openapi.utils import get_openapi
 
 from deskpilot import __version__, logs
 from deskpilot.computer.client import DesktopClient
-from deskpilot.config import TaskSettings
+from deskpilot.config import SecuritySettings, TaskSettings
+from deskpilot.security import Guard, policy_for
 from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.executor import Executor, load_executor
-from deskpilot.tasks.handlers import install_error_handlers
+from deskpilot.tasks.handlers import install_error_handlers, refusal
 from deskpilot.tasks.routes import events, health, messages, tasks
 from deskpilot.tasks.schemas import TaskCreate
 from deskpilot.tasks.service import TaskService
@@ -30,22 +31,31 @@ from deskpilot.tasks.worker import Worker
 
 log = logging.getLogger(__name__)
 
+# bodies other than JSON the routes accept (415 for any other type)
+OTHER_TYPES: dict[str, tuple[str, ...]] = {"/tasks": ("multipart/form-data",)}
+
 
 def create_app(
     settings: TaskSettings | None = None,
     *,
     executor: Executor | None = None,
     desktop: DesktopClient | None = None,
+    security: SecuritySettings | None = None,
 ) -> FastAPI:
+    """``security`` defaults to the environment (``DESKPILOT_*``): the token this service requires and
+    sends to the desktop service."""
     logs.configure()
     settings = settings or TaskSettings()
+    security = security or SecuritySettings()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await Store.open(settings.database_url, desktop_files_dir=settings.desktop_files_dir)
         hub = EventHub()
         store.subscribe(hub.publish)
-        client = desktop or DesktopClient(settings.desktop_url, settings.desktop_timeout)
+        client = desktop or DesktopClient(
+            settings.desktop_url, settings.desktop_timeout, token=security.token_value()
+        )
         run = executor or load_executor(settings.executor)
         warming = _warm_up(run)
         worker = None
@@ -73,9 +83,13 @@ def create_app(
 
     app = FastAPI(title="Deskpilot tasks", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
+    # Host, Origin, content type and token before any route (HTTP and /ws). CORS (configured origins
+    # only) sits outside it: it answers preflights, which carry no credentials, and lets a configured
+    # origin read the Guard's refusals too.
+    app.add_middleware(Guard, policy=policy_for("tasks", security, other_types=OTHER_TYPES), refuse=refusal)
     app.add_middleware(
         CORSMiddleware,
-        allow_origins=["*"],
+        allow_origins=[o.rstrip("/") for o in security.allowed_origins],
         allow_methods=["*"],
         allow_headers=["*"],
         expose_headers=["X-Total-Count"],

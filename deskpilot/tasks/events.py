@@ -21,12 +21,12 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import orjson
 from fastapi import WebSocket, WebSocketDisconnect
 
 from deskpilot.tasks.models import Message, Task
 from deskpilot.tasks.schemas import message_json, task_json
 from deskpilot.tasks.types import EVENT_KINDS
+from deskpilot.web import dumps
 
 QUEUE_LIMIT = 1000  # a client this far behind is disconnected rather than buffered without bound
 EventKind = Literal["task_created", "task_updated", "task_deleted", "new_message"]
@@ -65,7 +65,7 @@ class Event:
         return {"id": self.task_id}
 
     def frame(self) -> bytes:
-        return orjson.dumps({"event": self.kind, "data": self.data()})
+        return dumps({"event": self.kind, "data": self.data()})
 
 
 class _Client:
@@ -116,7 +116,7 @@ class EventHub:
                 self._handle(client, msg)
                 ack = {"event": "subscribed", "data": {"taskIds": sorted(client.task_ids)}}
                 with contextlib.suppress(asyncio.QueueFull):  # via the queue: one sender per socket
-                    client.queue.put_nowait(orjson.dumps(ack))
+                    client.queue.put_nowait(dumps(ack))
         except (WebSocketDisconnect, RuntimeError):
             pass
         except (ValueError, KeyError):  # not JSON, or a binary frame

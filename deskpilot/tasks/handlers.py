@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from deskpilot.errors import AgentError, agent_error_body
+from deskpilot.web import json_response
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,11 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     return JSONResponse(
         agent_error_body(500, f"Internal server error: {type(exc).__name__}"), status_code=500
     )
+
+
+def refusal(status: int, message: str, headers: dict[str, str]) -> Response:
+    """The Guard's refusals (deskpilot/security.py) in the task service's error shape."""
+    return json_response(agent_error_body(status, message), status, headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -68,6 +69,24 @@ class TaskPatch(_Camel):
     description: str | None = Field(default=None, min_length=1, max_length=100_000)
 
 
+MAX_DEPTH = 200  # of nested arrays and objects in a content block (orjson writes at most 254)
+
+
+def unstorable(value: Any, depth: int = 0) -> str | None:
+    """Why a JSON value cannot be stored and served back, or None: integers must fit in 64 bits, numbers
+    be finite (NaN and Infinity are not JSON), nesting stay within ``MAX_DEPTH``."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return None
+    if isinstance(value, int):
+        return None if -(2**63) <= value < 2**64 else f"the integer {value:.3e} does not fit in 64 bits"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value} is not a JSON number"
+    if depth >= MAX_DEPTH:
+        return f"nested deeper than {MAX_DEPTH} levels"
+    items = value.values() if isinstance(value, dict) else value
+    return next((problem for item in items if (problem := unstorable(item, depth + 1))), None)
+
+
 class ContentBlock(BaseModel):
     model_config = ConfigDict(extra="allow")
     type: str = Field(min_length=1)
@@ -78,6 +97,17 @@ class MessageCreate(_Camel):
         Annotated[str, Field(min_length=1, max_length=100_000, pattern=r"\S")]
         | Annotated[list[ContentBlock], Field(min_length=1)]
     ) = Field(description="text, or a list of content blocks")
+
+    @field_validator("content")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        # Stored as given and served by orjson: what it cannot write would break every later read of the
+        # task, so it is refused here.
+        if isinstance(value, list):
+            for block in value:
+                if problem := unstorable(block.model_dump()):
+                    raise ValueError(f"cannot be stored: {problem}")
+        return value
 
     def blocks(self) -> list[dict[str, Any]]:
         if isinstance(self.content, str):

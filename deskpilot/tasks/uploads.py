@@ -166,8 +166,8 @@ async def _parse_multipart(request: Request, settings: TaskSettings) -> tuple[Ta
                 _check_sizes(files, settings)
             elif key in ("description", "priority", "type", "scheduledFor", "model", "createdBy"):
                 data[key] = value
-            elif key == "files" and value == "":
-                continue  # an empty file input of an HTML form
+            elif key == "files" and value != "":  # "" is an empty file input of an HTML form
+                raise BadRequest("files: must be file parts (with a filename), not text fields")
         if data.get("scheduledFor") == "":
             data.pop("scheduledFor")
         body = _validate_create(data)

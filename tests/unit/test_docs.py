@@ -10,7 +10,14 @@ import pytest
 from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 
-from deskpilot.config import PROVIDERS, AgentSettings, DesktopSettings, TaskSettings, UISettings
+from deskpilot.config import (
+    PROVIDERS,
+    AgentSettings,
+    DesktopSettings,
+    SecuritySettings,
+    TaskSettings,
+    UISettings,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -112,8 +119,9 @@ def script_variables() -> set[str]:
     )
 
 
+SETTINGS_CLASSES = (DesktopSettings, TaskSettings, AgentSettings, UISettings, SecuritySettings)
 ALL_VARIABLES = sorted(
-    set().union(*(settings_variables(c) for c in (DesktopSettings, TaskSettings, AgentSettings, UISettings)))
+    set().union(*(settings_variables(c) for c in SETTINGS_CLASSES))
     | {v for p in PROVIDERS for v in (p.key_var, p.model_var)}
     | script_variables()
 )
@@ -121,7 +129,7 @@ ALL_VARIABLES = sorted(
 
 def test_the_variables_are_found() -> None:
     expected = {"DESKTOP_DISPLAY", "DISPLAY", "DATABASE_URL", "AGENT_MAX_STEPS", "UI_PAGE_SIZE"}
-    expected |= {"ANTHROPIC_MODEL", "DESKPILOT_STATE_DIR", "DESKPILOT_LOG_FORMAT"}
+    expected |= {"ANTHROPIC_MODEL", "DESKPILOT_STATE_DIR", "DESKPILOT_LOG_FORMAT", "DESKPILOT_TOKEN"}
     assert expected <= set(ALL_VARIABLES)
 
 

@@ -105,3 +105,24 @@ def test_the_policy_comes_from_the_environment_settings() -> None:
     by_digest = policy_for("test", SecuritySettings(token_sha256=digest(TOKEN).upper()))
     assert by_digest.credentials.accepts_bearer(TOKEN)
     assert not policy_for("test", SecuritySettings()).credentials.required
+
+
+def test_the_old_mcp_variable_is_an_alias_of_the_allowed_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DESKTOP_MCP_ALLOWED_HOSTS", "desk.example, 10.0.0.5")
+    assert SecuritySettings().allowed_hosts == ["desk.example", "10.0.0.5"]
+    monkeypatch.setenv("DESKPILOT_ALLOWED_HOSTS", "other.example")
+    assert SecuritySettings().allowed_hosts == ["other.example"]  # the new name wins
+
+
+def test_the_mcp_sdk_checks_the_same_hosts_and_origins() -> None:
+    from deskpilot.desktop.mcp import transport_security
+
+    checks = transport_security(
+        SecuritySettings(
+            allowed_hosts=["desk.example", "10.0.0.5:9990"], allowed_origins=["https://dash.example/"]
+        )
+    )
+    assert checks.enable_dns_rebinding_protection
+    assert {"127.0.0.1:*", "desk.example", "desk.example:*", "10.0.0.5:9990"} <= set(checks.allowed_hosts)
+    assert {"http://desk.example:*", "https://dash.example"} <= set(checks.allowed_origins)
+    assert not transport_security(SecuritySettings(allowed_hosts=["*"])).enable_dns_rebinding_protection

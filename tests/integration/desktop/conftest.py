@@ -27,10 +27,11 @@ from Xlib import X, Xatom
 from Xlib import display as xdisplay
 from Xlib.error import ConnectionClosedError, XError
 
-from deskpilot.config import DesktopSettings
+from deskpilot.config import DesktopSettings, SecuritySettings
 from deskpilot.desktop.api import create_app
 from deskpilot.desktop.controller import DesktopController
 from tests.support.net import ServerThread
+from tests.support.security import security as open_security
 from tests.support.timing import wait_until
 from tests.support.xvfb import Display
 
@@ -130,16 +131,18 @@ class Desktop:
 
 
 @contextmanager
-def serve(display: Display, **settings: Any) -> Iterator[Desktop]:
-    """The desktop service on ``display`` over real HTTP, with ``settings`` over the tests' defaults."""
+def serve(display: Display, security: SecuritySettings | None = None, **settings: Any) -> Iterator[Desktop]:
+    """The desktop service on ``display`` over real HTTP, with ``settings`` over the tests' defaults; open
+    (no token, loopback hosts) unless ``security`` says otherwise."""
     config = DesktopSettings(
         **{"display": display.name, "max_file_bytes": MAX_FILE_BYTES, "app_timeout": 90, **settings}
     )
     controller = DesktopController(config)
     reader = XReader(display.name)
+    app = create_app(config, controller, security or open_security())
     try:
         with (
-            ServerThread(create_app(config, controller)) as server,
+            ServerThread(app) as server,
             httpx.Client(base_url=server.url, timeout=120) as http,
         ):
             yield Desktop(server.url, http, controller, display, reader)

@@ -1,4 +1,4 @@
-"""Schemathesis fuzzes the desktop OpenAPI: no generated request may produce a 500.
+"""Schemathesis fuzzes the desktop OpenAPI with the token set: no generated request may produce a 500.
 
 It runs against its own bare Xvfb (no window manager, nothing to break) with files confined to a scratch
 directory. Generated values that would only make the run slow or leave the machine dirty are clamped
@@ -23,6 +23,7 @@ from schemathesis.generation import GenerationMode
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app
 from tests.support.net import ServerThread
+from tests.support.security import BEARER, with_digest
 from tests.support.xvfb import start_window_manager, start_xvfb
 
 
@@ -52,7 +53,8 @@ def fuzz_server(tmp_path_factory):
     d = start_xvfb()
     try:
         start_window_manager(d)
-        app = create_app(DesktopSettings(display=d.name, files_dir=files_dir, max_file_bytes=1 << 16))
+        settings = DesktopSettings(display=d.name, files_dir=files_dir, max_file_bytes=1 << 16)
+        app = create_app(settings, security=with_digest())  # the token set, as in the appliance
         with ServerThread(app) as server:
             yield server.url, app.openapi(), files_dir
     finally:
@@ -67,7 +69,7 @@ def test_no_generated_request_causes_a_server_error(fuzz_server) -> None:
     cases = st.one_of(
         operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE)
     )
-    http = httpx.Client(timeout=30)
+    http = httpx.Client(timeout=30, headers=BEARER)
 
     @settings(
         max_examples=150,
@@ -79,8 +81,9 @@ def test_no_generated_request_causes_a_server_error(fuzz_server) -> None:
     @given(case=cases)
     def check(case) -> None:
         _clamp(case.body, files_dir)
-        r = case.call(base_url=url, timeout=20)
+        r = case.call(base_url=url, headers=BEARER, timeout=20)
         assert r.status_code < 500, (case.body, r.status_code, r.text)
+        assert r.status_code != 401, r.text  # the token opened every request: the fuzzing reached the routes
         assert r.json()["success"] is (r.status_code == 200), r.text
 
     try:

@@ -111,7 +111,9 @@ def test_error_400_invalid_action_names_the_fix(desktop: Desktop) -> None:
         r = desktop.post(**body)
         assert r.status_code == 400, (body, r.text)
         assert r.json()["success"] is False and fragment in r.json()["error"], (body, r.json())
-    r = desktop.http.post(f"{desktop.url}/computer-use", content=b"{not json")
+    r = desktop.http.post(
+        f"{desktop.url}/computer-use", content=b"{not json", headers={"content-type": "application/json"}
+    )
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
 
 

@@ -10,12 +10,13 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from deskpilot.config import TaskSettings
+from deskpilot.config import SecuritySettings, TaskSettings
 from deskpilot.tasks.app import create_app
 from deskpilot.tasks.executor import Executor
 from deskpilot.tasks.store import Store
 from tests.support.net import ServerThread, free_port
 from tests.support.postgres import PostgresServer
+from tests.support.security import security as open_security
 
 
 @pytest.fixture(scope="session")
@@ -60,8 +61,16 @@ def settings_for(db_url: str, **overrides) -> TaskSettings:
 
 
 @contextmanager
-def serve(db_url: str, executor: Executor | None = None, **overrides) -> Iterator[httpx.Client]:
-    app = create_app(settings_for(db_url, **overrides), executor=executor)
+def serve(
+    db_url: str,
+    executor: Executor | None = None,
+    security: SecuritySettings | None = None,
+    **overrides,
+) -> Iterator[httpx.Client]:
+    """The task service over real HTTP; open (no token, loopback hosts) unless ``security`` says otherwise."""
+    app = create_app(
+        settings_for(db_url, **overrides), executor=executor, security=security or open_security()
+    )
     with ServerThread(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         client.app = app  # type: ignore[attr-defined]
         client.ws_url = server.url.replace("http://", "ws://") + "/ws"  # type: ignore[attr-defined]

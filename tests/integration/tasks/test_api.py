@@ -113,7 +113,9 @@ def test_create_task_rejects_malformed_body_and_content_type(api: httpx.Client) 
         api.post("/tasks", content=b"{", headers={"content-type": "application/json"}), 400, "invalid JSON"
     )
     assert_error(
-        api.post("/tasks", content=b"x", headers={"content-type": "text/plain"}), 400, "Content-Type"
+        api.post("/tasks", content=b"x", headers={"content-type": "text/plain"}),
+        415,
+        "Content-Type must be application/json or multipart/form-data",
     )
 
 
@@ -182,6 +184,13 @@ def test_multipart_without_description_is_400(api: httpx.Client) -> None:
         "description: field required",
     )
     assert_error(api.post("/tasks", data={"description": "x"}, files=[("doc", ("a", b"1"))]), 400, "doc:")
+    text = {"description": "x", "files": "not a file"}
+    assert_error(
+        api.post("/tasks", data=text, files=[("files", ("a", b"1"))]), 400, "files: must be file parts"
+    )
+    # an HTML form's empty file input sends an empty text part: no file
+    r = api.post("/tasks", data={"description": "x", "files": ""}, files=[("files", ("a", b"1"))])
+    assert r.status_code == 201 and len(api.get(f"/tasks/{r.json()['id']}").json()["files"]) == 1
 
 
 def test_list_tasks_newest_first_with_filters_and_total(api: httpx.Client, db_url: str) -> None:
@@ -305,6 +314,60 @@ def test_messages_post_and_list_with_paging(api: httpx.Client) -> None:
     assert_error(api.post(f"/tasks/{t['id']}/messages", json={}), 400, "content: field required")
     assert_error(api.post(f"/tasks/{t['id']}/messages", json={"content": [{"text": "x"}]}), 400, "content")
     assert_error(api.get(f"/tasks/{t['id']}/messages", params={"limit": 0}), 400, "limit:")
+
+
+def nested(depth: int) -> dict:
+    value: dict = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        (2**64, "does not fit in 64 bits"),
+        (-(2**63) - 1, "does not fit in 64 bits"),
+        ([[2**100]], "does not fit in 64 bits"),
+        ("300-deep", "nested deeper than"),
+    ],
+    ids=["2**64", "-2**63-1", "inside-a-list", "300-deep"],
+)
+def test_content_that_cannot_be_served_back_is_refused(api: httpx.Client, value, fragment) -> None:
+    t = create(api)
+    value = nested(300) if value == "300-deep" else value
+    r = api.post(f"/tasks/{t['id']}/messages", json={"content": [{"type": "data", "value": value}]})
+    assert_error(r, 400, "content:", fragment)
+    assert api.get(f"/tasks/{t['id']}").status_code == 200
+    assert api.get(f"/tasks/{t['id']}/messages").json()[-1]["content"][0]["text"] == "open the browser"
+
+
+@pytest.mark.parametrize("number", [b"NaN", b"Infinity", b"-Infinity", b"1e999"])
+def test_numbers_json_cannot_carry_are_refused(api: httpx.Client, number: bytes) -> None:
+    t = create(api)
+    body = b'{"content": [{"type": "data", "value": ' + number + b"}]}"
+    r = api.post(f"/tasks/{t['id']}/messages", content=body, headers={"content-type": "application/json"})
+    assert_error(r, 400, "content:", "not a JSON number")
+
+
+def test_stored_content_always_reads_back(api: httpx.Client, db_url: str) -> None:
+    """Values the API refuses may already be in a database (written before, or by an executor): the task,
+    its messages and the list still answer, with the values intact."""
+    t = create(api)
+    content = [{"type": "data", "big": 2**70, "small": -(2**80), "deep": nested(300)}]
+
+    async def store_it(store):
+        await store.add_message(t["id"], content, requeue=False)
+
+    with_store(db_url, store_it)
+    r = api.get(f"/tasks/{t['id']}")
+    assert r.status_code == 200, r.text[:300]
+    intact = r.json()["messages"][-1]["content"] == content  # (pytest cannot print 300 levels)
+    assert intact
+    r = api.get(f"/tasks/{t['id']}/messages")
+    intact = r.status_code == 200 and r.json()[-1]["content"] == content
+    assert intact
+    assert api.get("/tasks").status_code == 200
 
 
 def test_delete_answers_204_and_removes_everything(api: httpx.Client) -> None:

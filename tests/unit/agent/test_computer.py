@@ -57,6 +57,14 @@ async def test_an_unavailable_desktop_is_retried_then_reported(monkeypatch: pyte
 
 
 @pytest.mark.anyio
+async def test_a_refused_token_ends_the_run_at_once() -> None:
+    refused = Computer(OldDesktop(failures=10, status=401), AgentSettings())
+    with pytest.raises(DesktopDown, match="DESKPILOT_TOKEN"):
+        await refused.run("wait", {"duration": 1})
+    assert len(refused.desktop.calls) == 1
+
+
+@pytest.mark.anyio
 async def test_a_refused_action_is_an_error_result_not_a_retry() -> None:
     c = Computer(OldDesktop(failures=1, status=400), AgentSettings())
     out = await c.run("type_keys", {"keys": ["ctrl"]})

@@ -1,0 +1,210 @@
+"""What the Guard (token, Origin, Host and content-type checks, deskpilot/security.py) adds to a request.
+
+    .venv/bin/python bench/auth.py [--rounds 30] [--n 100]
+
+Each service runs three times side by side, as in production (its own uvicorn process, one worker):
+without the Guard (the baseline: the app as it was before it), with ``DESKPILOT_AUTH=off`` (the Host, Origin
+and content-type checks only) and with the token (every check). Every variant gets the same requests,
+with ``Authorization: Bearer``, the service's own ``Origin`` and ``Content-Type: application/json``:
+
+  POST /computer-use {"action": "cursor_position"} on the desktop service (given the token's digest)
+  GET /tasks on the task service (SQLite, no worker)
+
+Rounds of ``--n`` requests per variant are interleaved (in a new random order each round) so that load
+from elsewhere falls on every variant alike. Target: the token's p50 at most 0.1 ms above the baseline's.
+It also times ``Guard.verdict`` alone, in this process. Not a test: figures vary with load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from fastapi import FastAPI  # noqa: E402
+
+from deskpilot.desktop.api import create_app as desktop_app  # noqa: E402
+from deskpilot.security import Guard, digest, policy_for  # noqa: E402
+from deskpilot.tasks.app import create_app as tasks_app  # noqa: E402
+from tests.support.net import free_port, wait_http  # noqa: E402
+from tests.support.security import VARIABLES, security  # noqa: E402
+from tests.support.xvfb import start_xvfb  # noqa: E402
+
+TOKEN = "bench-token-" + "0123456789abcdef" * 2
+TARGET_MS = 0.1
+
+
+# ------------------------------------------------------------------------- the baseline's app factories
+
+
+def without_guard(app: FastAPI) -> FastAPI:
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not Guard]
+    return app
+
+
+def desktop_without_guard() -> FastAPI:
+    return without_guard(desktop_app())
+
+
+def tasks_without_guard() -> FastAPI:
+    return without_guard(tasks_app())
+
+
+# ------------------------------------------------------------------------------------------- the bench
+
+
+@dataclass
+class Variant:
+    name: str
+    factory: str  # module:function for uvicorn --factory
+    env: dict[str, str]
+    url: str = ""
+    proc: subprocess.Popen[bytes] | None = None
+    samples: list[float] = field(default_factory=list)
+
+    def start(self, base_env: dict[str, str]) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        argv = [sys.executable, "-m", "uvicorn", "--app-dir", str(ROOT), "--app-dir", str(ROOT / "bench")]
+        argv += ["--factory", self.factory, "--port", str(port), "--workers", "1", "--log-level", "warning"]
+        self.proc = subprocess.Popen(
+            argv,
+            env={**base_env, **self.env},
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wait_http(f"{self.url}/health", ok=(200, 503))
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+def variants(service: str, guarded_env: dict[str, str]) -> list[Variant]:
+    module = {"desktop": "deskpilot.desktop.api", "tasks": "deskpilot.tasks.app"}[service]
+    return [
+        Variant("no Guard (baseline)", f"auth:{service}_without_guard", guarded_env),
+        Variant("DESKPILOT_AUTH=off", f"{module}:create_app", {**guarded_env, "DESKPILOT_AUTH": "off"}),
+        Variant("token", f"{module}:create_app", guarded_env),
+    ]
+
+
+def measure(group: list[Variant], method: str, path: str, body: bytes | None, rounds: int, n: int) -> None:
+    clients = {}
+    for v in group:
+        headers = {"Authorization": f"Bearer {TOKEN}", "Origin": v.url}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        clients[v.name] = httpx.Client(base_url=v.url, headers=headers, timeout=30)
+    try:
+        for v in group:  # warm-up, and a check that every variant answers alike
+            for _ in range(200):
+                r = clients[v.name].request(method, path, content=body)
+            assert r.status_code == 200, (v.name, r.status_code, r.text)
+        for _ in range(rounds):
+            order = random.sample(group, len(group))
+            for v in order:
+                client = clients[v.name]
+                for _ in range(n):
+                    t0 = time.perf_counter()
+                    client.request(method, path, content=body)
+                    v.samples.append(time.perf_counter() - t0)
+    finally:
+        for c in clients.values():
+            c.close()
+
+
+def report(title: str, group: list[Variant]) -> float:
+    p50 = {v.name: statistics.median(v.samples) * 1000 for v in group}
+    print(f"  {title}")
+    for v in group:
+        p95 = sorted(v.samples)[int(0.95 * (len(v.samples) - 1))] * 1000
+        print(f"    {v.name:<22} p50 {p50[v.name]:7.3f} ms   p95 {p95:7.3f} ms   ({len(v.samples)} requests)")
+    base, off, token = (p50[v.name] for v in group)
+    added = token - base
+    verdict = f"target <= {TARGET_MS}: " + ("ok" if added <= TARGET_MS else "OVER")
+    print(f"    added by every check (token - baseline):     {added:+7.3f} ms   ({verdict})")
+    print(f"    added by the token alone (token - auth off): {token - off:+7.3f} ms", flush=True)
+    return added
+
+
+def verdict_cost() -> None:
+    """The Guard's decision alone, without HTTP: µs per request, for each scope the bench sends."""
+    guard = Guard(app=None, policy=policy_for("bench", security(token=TOKEN)), refuse=None)  # type: ignore[arg-type]
+    headers = [
+        (b"host", b"127.0.0.1:9990"),
+        (b"user-agent", b"python-httpx/0.28.1"),
+        (b"accept", b"*/*"),
+        (b"authorization", f"Bearer {TOKEN}".encode()),
+        (b"origin", b"http://127.0.0.1:9990"),
+        (b"content-type", b"application/json"),
+        (b"content-length", b"28"),
+    ]
+    scopes = {
+        "POST /computer-use": {"type": "http", "method": "POST", "path": "/computer-use", "headers": headers},
+        "GET /tasks": {"type": "http", "method": "GET", "path": "/tasks", "headers": headers[:5]},
+    }
+    for name, scope in scopes.items():
+        assert guard.verdict(scope) is None
+        n = 100_000
+        t0 = time.perf_counter()
+        for _ in range(n):
+            guard.verdict(scope)
+        print(f"  Guard.verdict alone, {name}: {(time.perf_counter() - t0) / n * 1e6:.2f} µs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--n", type=int, default=100, help="requests per variant per round")
+    args = parser.parse_args()
+    for name in [n for n in os.environ if n.upper() in VARIABLES]:  # only what each variant is given
+        del os.environ[name]
+
+    display = start_xvfb()
+    state = tempfile.TemporaryDirectory(prefix="deskpilot-bench-auth-")
+    desktop = variants("desktop", {"DESKTOP_DISPLAY": display.name, "DESKPILOT_TOKEN_SHA256": digest(TOKEN)})
+    tasks = variants(
+        "tasks",
+        {
+            "DESKPILOT_TOKEN": TOKEN,
+            "AGENT_DATABASE_URL": f"sqlite:///{state.name}/agent.db",
+            "AGENT_WORKER_ENABLED": "false",
+            "AGENT_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
+        },
+    )
+    try:
+        for v in [*desktop, *tasks]:
+            v.start(display.env)
+        print(
+            f"Deskpilot auth bench: {os.cpu_count()} CPUs; {args.rounds} interleaved rounds of {args.n} "
+            "requests per variant, keep-alive"
+        )
+        measure(desktop, "POST", "/computer-use", b'{"action": "cursor_position"}', args.rounds, args.n)
+        report("POST /computer-use (cursor_position), desktop service", desktop)
+        measure(tasks, "GET", "/tasks", None, args.rounds, args.n)
+        report("GET /tasks, task service", tasks)
+        verdict_cost()
+    finally:
+        for v in [*desktop, *tasks]:
+            v.stop()
+        display.stop()
+        state.cleanup()
+
+
+if __name__ == "__main__":
+    main()
