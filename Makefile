@@ -19,7 +19,7 @@ system-test:
 	@scripts/install-system.sh --test
 
 $(STAMP): pyproject.toml constraints.txt scripts/install-python.sh
-	scripts/install-python.sh $(VENV) test
+	scripts/install-python.sh $(VENV) server,test
 	@touch $@
 
 venv: $(STAMP) ## create/refresh the Python venv
