@@ -7,6 +7,7 @@ environment, see ``DesktopSettings``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -51,6 +52,15 @@ class ErrorBody(BaseModel):
     success: Literal[False]
     error: str
     message: str | None = None
+
+
+class ResetResult(BaseModel):
+    """200 body of ``POST /reset``: application windows closed, home entries deleted, milliseconds taken."""
+
+    success: Literal[True]
+    closed: int
+    removed: int
+    ms: float
 
 
 router = APIRouter()
@@ -100,6 +110,16 @@ def body_too_large(limit: int) -> TooLarge:
         "(DESKTOP_MAX_FILE_BYTES) needs",
         file_action=True,
     )
+
+
+@router.post(
+    "/reset",
+    summary="A clean desktop between two tests: input released, applications closed, home reset",
+    responses={200: {"model": ResetResult}, **{status: {"model": ErrorBody} for status in (404, 409, 503)}},
+)
+async def reset(request: Request) -> Response:
+    report = await request.app.state.controller.reset()
+    return json_response({"success": True, **dataclasses.asdict(report)})
 
 
 @router.get(

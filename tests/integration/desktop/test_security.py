@@ -39,6 +39,7 @@ MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 # only refused here; the MCP client opens it below).
 ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/computer-use", {"action": "cursor_position"}),
+    ("POST", "/reset", {}),  # only refused here: test_reset.py resets a desktop of its own
     ("GET", "/mcp", None),
     ("POST", "/mcp", PING),
     ("DELETE", "/mcp", None),
