@@ -13,7 +13,7 @@ from tests.support.appliance import Appliance
 def appliance() -> Iterator[Appliance]:
     a = Appliance().start()
     try:
-        a.boot_seconds = a.wait_healthy()
+        a.boot_seconds = a.wait_ready()
         yield a
     finally:
         leftovers = a.stop()
