@@ -45,17 +45,17 @@ class ScriptedModel:
         plan: Plan | None = None,
         model: str | None = None,
     ) -> None:
-        self.plan = plan
         self.model = model or (plan.model if plan else "scripted")
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self.play(script or [], then)
+        self.play(script or [], then, plan=plan)
 
-    def play(self, script: Script, then: Step | None = None) -> None:
-        """Replace the script (and forget earlier requests): one server serves many tests."""
+    def play(self, script: Script, then: Step | None = None, *, plan: Plan | None = None) -> None:
+        """Replace the script or the plan (and forget earlier requests): one server serves many tests."""
         with self._lock:
+            self.plan = plan
             self._script = list(script)
             self._then = then
             self.requests: list[Request] = []
