@@ -36,7 +36,7 @@ def next_port(url: str) -> str:
     """The task service beside a desktop service: the same host, the next port (9990 -> 9991)."""
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    return urlunsplit(parts._replace(netloc=f"{parts.hostname}:{port + 1}"))
+    return urlunsplit(parts._replace(netloc=f"{parts.hostname}:{port + 1}", path=""))
 
 
 @dataclass
