@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from deskpilot.client import Agent, Sandbox, TaskClientError
-from deskpilot.scripted import ScriptedModel, text, tool
+from deskpilot.scripted import Plan, ScriptedModel, text, tool
 from tests.integration.client.conftest import Driver
 
 COVERED: set[tuple[str, str]] = set()
@@ -91,3 +91,29 @@ def test_waiting_times_out_saying_the_status(tasks: Driver) -> None:
 
 def test_every_call_was_made_both_ways() -> None:
     assert {(mode, c) for mode in ("sync", "async") for c in CALLS} <= COVERED
+
+
+PLAN = """
+tasks:
+  - match: "^greet"
+    steps:
+      - text: Whom should I greet?
+      - {tool: computer_write_file, args: {path: greeting.txt, data: aGk=}}
+      - {tool: set_task_status, args: {status: completed, description: greeted}}
+"""
+
+
+def test_a_plan_drives_the_agent_loop_through_a_question(model: ScriptedModel, clean: Sandbox) -> None:
+    """The scripted model as a user runs it: a plan matched on the task's text, through the real loop and
+    LiteLLM, the question answered by a human, the next step played."""
+    model.play([], plan=Plan.parse(PLAN))
+    task = clean.agent.create("greet the team")
+    assert clean.agent.wait(task.id, timeout=120).status == "NEEDS_HELP"
+    clean.agent.reply(task.id, "the team")
+    done = clean.agent.wait(task.id, timeout=120)
+    assert done.status == "COMPLETED", done.error
+    assert clean.desktop.read_file("greeting.txt").text == "hi"
+    assert [r.turn for r in model.requests] == [0, 1, 2]
+    other = clean.agent.create("something the plan does not know")
+    failed = clean.agent.wait(other.id, timeout=120)
+    assert failed.status == "FAILED" and "no task of the plan matches" in str(failed.error)

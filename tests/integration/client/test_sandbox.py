@@ -4,6 +4,9 @@ to a running appliance by URL neither starts nor stops anything."""
 from __future__ import annotations
 
 import glob
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,6 +14,8 @@ import pytest
 import deskpilot
 from deskpilot.client import Sandbox, processes
 from deskpilot.client.sandboxes import next_port
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_native_sandbox_leaves_nothing_behind() -> None:
@@ -42,3 +47,14 @@ def test_attaching_by_url_starts_and_stops_nothing(box: Sandbox, monkeypatch: py
 
 def test_the_task_service_is_on_the_next_port_by_default() -> None:
     assert next_port("http://10.0.0.5:9990/") == "http://10.0.0.5:9991"
+
+
+def test_the_demo_runs_a_task_on_a_running_appliance(clean: Sandbox) -> None:
+    """`make demo` against an appliance that runs already (here the session's sandbox, with its token)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "demo.py"), "--desktop-url", clean.desktop_url,
+         "--token", clean.token or ""],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "demo: COMPLETED" in done.stdout and "computer_type_text" in done.stdout
