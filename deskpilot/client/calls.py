@@ -1,6 +1,6 @@
 """The task API's requests, each written once: an operation is a generator that yields the HTTP calls it
 needs and returns its result. ``Agent`` runs them with a blocking HTTP client, ``AsyncAgent`` with an
-asynchronous one (``runner.py``), so the two can never differ in what they send or how they read it.
+asynchronous one (``agent.py``), so the two can never differ in what they send or how they read it.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ CLIENT_MODULES = (
 
 def test_the_contract_loads_without_x_or_a_web_server() -> None:
     """The contract, the client and the scripted model import nothing of the server stack (an install
-    without the `server` extra runs them: tests/integration/test_install.py)."""
+    without the `server` extra runs them), checked in a fresh interpreter."""
     import subprocess
     import sys
 
