@@ -16,9 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
-from deskpilot.client.native import CHECKOUT, ApplianceError, free_display, free_port
+from deskpilot.client.native import CHECKOUT, ApplianceError, Endpoints, free_display, free_port
 
 HOST_DISPLAYS = range(500, 1000)
 ENGINE = Path("scripts") / "docker-engine.sh"
@@ -61,7 +59,7 @@ def start_engine(checkout: Path = CHECKOUT) -> None:
 
 
 @dataclass
-class ImageAppliance:
+class ImageAppliance(Endpoints):
     image: str
     env: dict[str, str] = field(default_factory=dict)  # more settings, e.g. AGENT_MODEL
     name: str = field(default_factory=lambda: f"deskpilot-sandbox-{uuid.uuid4().hex[:8]}")
@@ -72,18 +70,6 @@ class ImageAppliance:
     vnc_port: int = field(default_factory=free_port)
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     started_at: float = 0.0
-
-    @property
-    def desktop_url(self) -> str:
-        return f"http://127.0.0.1:{self.desktop_port}"
-
-    @property
-    def agent_url(self) -> str:
-        return f"http://127.0.0.1:{self.agent_port}"
-
-    @property
-    def ui_url(self) -> str:
-        return f"http://127.0.0.1:{self.ui_port}"
 
     def options(self) -> list[str]:
         """``docker run``'s options beyond the network and the settings: removed when it stops."""
@@ -109,26 +95,13 @@ class ImageAppliance:
         )  # fmt: skip
         return self
 
-    def wait_ready(self, timeout: float = 90) -> float:
-        """Seconds from ``run`` until the three services' /health answered 200."""
-        pending = [f"{u}/health" for u in (self.desktop_url, self.agent_url, self.ui_url)]
-        deadline = self.started_at + timeout
-        with httpx.Client(timeout=1) as client:
-            while pending:
-                if time.monotonic() > deadline:
-                    raise ApplianceError(f"not ready after {timeout:g} s: {pending}\n{self.logs()[-3000:]}")
-                try:
-                    if client.get(pending[0]).status_code == 200:
-                        pending.pop(0)
-                        continue
-                except httpx.HTTPError:
-                    if (
-                        docker("inspect", "-f", "{{.State.Running}}", self.name, check=False).strip()
-                        != "true"
-                    ):
-                        raise ApplianceError(f"the container exited:\n{self.logs()[-3000:]}") from None
-                time.sleep(0.05)
-        return time.monotonic() - self.started_at
+    def problem(self) -> str | None:
+        if docker("inspect", "-f", "{{.State.Running}}", self.name, check=False).strip() != "true":
+            return f"the container exited:\n{self.log_tail()}"
+        return None
+
+    def log_tail(self) -> str:
+        return self.logs()[-3000:]
 
     def stop(self, timeout: int = 10) -> float:
         """``docker stop`` (SIGTERM, then SIGKILL after ``timeout`` s); its seconds."""
@@ -143,3 +116,12 @@ class ImageAppliance:
     def remove(self) -> None:
         """The container and its anonymous volumes, whatever state it is in."""
         docker("rm", "-f", "-v", self.name, check=False)
+
+    def start(self) -> ImageAppliance:
+        return self.run()
+
+    def shutdown(self) -> list[str]:
+        """Stopped and removed: nothing is left."""
+        self.stop()
+        self.remove()
+        return []

@@ -58,6 +58,52 @@ def free_display(numbers: range = range(100, 400)) -> str:
     raise ApplianceError("no free X display number")
 
 
+class Endpoints:
+    """The three services of an appliance on loopback ports, and waiting until they answer."""
+
+    desktop_port: int
+    agent_port: int
+    ui_port: int
+    started_at: float
+
+    @property
+    def desktop_url(self) -> str:
+        return f"http://127.0.0.1:{self.desktop_port}"
+
+    @property
+    def agent_url(self) -> str:
+        return f"http://127.0.0.1:{self.agent_port}"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://127.0.0.1:{self.ui_port}"
+
+    def problem(self) -> str | None:
+        """Why the appliance cannot become ready any more (it exited ...), with its log; None while it can."""
+        raise NotImplementedError
+
+    def wait_ready(self, timeout: float = 90) -> float:
+        """Seconds from start until the three services' /health answered 200."""
+        pending = [f"{u}/health" for u in (self.desktop_url, self.agent_url, self.ui_url)]
+        deadline = self.started_at + timeout
+        with httpx.Client(timeout=1) as client:
+            while pending:
+                if time.monotonic() > deadline:
+                    raise ApplianceError(f"not ready after {timeout:g} s: {pending}\n{self.log_tail()}")
+                try:
+                    if client.get(pending[0]).status_code == 200:
+                        pending.pop(0)
+                        continue
+                except httpx.HTTPError:
+                    if problem := self.problem():
+                        raise ApplianceError(problem) from None
+                time.sleep(0.02)
+        return time.monotonic() - self.started_at
+
+    def log_tail(self) -> str:
+        raise NotImplementedError
+
+
 def default_venv(checkout: Path) -> Path:
     """The checkout's .venv, else the one this interpreter runs in (it needs the `server` extra)."""
     venv = checkout / ".venv"
@@ -65,7 +111,7 @@ def default_venv(checkout: Path) -> Path:
 
 
 @dataclass
-class NativeAppliance:
+class NativeAppliance(Endpoints):
     checkout: Path = CHECKOUT
     base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="deskpilot-sandbox-")))
     display: str = field(default_factory=free_display)
@@ -87,18 +133,6 @@ class NativeAppliance:
     @property
     def log(self) -> Path:
         return self.base / "appliance.log"
-
-    @property
-    def desktop_url(self) -> str:
-        return f"http://127.0.0.1:{self.desktop_port}"
-
-    @property
-    def agent_url(self) -> str:
-        return f"http://127.0.0.1:{self.agent_port}"
-
-    @property
-    def ui_url(self) -> str:
-        return f"http://127.0.0.1:{self.ui_port}"
 
     @property
     def env(self) -> dict[str, str]:
@@ -141,24 +175,10 @@ class NativeAppliance:
             )
         return self
 
-    def wait_ready(self, timeout: float = 90) -> float:
-        """Seconds from start until the three services' /health answered 200."""
-        pending = [f"{u}/health" for u in (self.desktop_url, self.agent_url, self.ui_url)]
-        deadline = self.started_at + timeout
-        with httpx.Client(timeout=1) as client:
-            while pending:
-                if self.proc is None or self.proc.poll() is not None:
-                    raise ApplianceError(f"the appliance exited early:\n{self.log_tail()}")
-                if time.monotonic() > deadline:
-                    raise ApplianceError(f"not ready after {timeout:g} s: {pending}\n{self.log_tail()}")
-                try:
-                    if client.get(pending[0]).status_code == 200:
-                        pending.pop(0)
-                        continue
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.02)
-        return time.monotonic() - self.started_at
+    def problem(self) -> str | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return f"the appliance exited early:\n{self.log_tail()}"
+        return None
 
     def pids(self) -> list[int]:
         """Every live process the appliance started (our descendants that were not there before)."""
@@ -194,6 +214,13 @@ class NativeAppliance:
 
     def cleanup(self) -> None:
         shutil.rmtree(self.base, ignore_errors=True)
+
+    def shutdown(self) -> list[str]:
+        """``stop()`` then ``cleanup()``: what was left running."""
+        try:
+            return self.stop()
+        finally:
+            self.cleanup()
 
     def log_tail(self, lines: int = 60) -> str:
         try:

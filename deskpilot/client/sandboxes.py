@@ -98,11 +98,15 @@ def sandbox(
         return
     token = token or secrets.token_urlsafe(32)
     if image is not None:
-        with _from_image(image, token, dict(settings or {}), timeout) as box:
-            yield box
+        start_engine()
+        appliance: NativeAppliance | ImageAppliance = ImageAppliance(
+            image, env=dict(settings or {}), token=token
+        )
     else:
-        with _native(Path(checkout) if checkout else CHECKOUT, token, dict(settings or {}), timeout) as box:
-            yield box
+        checkout = Path(checkout) if checkout else CHECKOUT
+        appliance = NativeAppliance(checkout=checkout, token=token, settings=dict(settings or {}))
+    with _running(appliance, token, timeout) as box:
+        yield box
 
 
 def _env_token() -> str | None:
@@ -110,8 +114,9 @@ def _env_token() -> str | None:
 
 
 @contextlib.contextmanager
-def _native(checkout: Path, token: str, settings: dict[str, str], timeout: float) -> Iterator[Sandbox]:
-    appliance = NativeAppliance(checkout=checkout, token=token, settings=settings)
+def _running(appliance: NativeAppliance | ImageAppliance, token: str, timeout: float) -> Iterator[Sandbox]:
+    """The appliance started and ready, its clients for the block, then everything stopped and removed."""
+    leftovers: list[str] = []
     try:
         appliance.start()
         seconds = appliance.wait_ready(timeout)
@@ -121,24 +126,6 @@ def _native(checkout: Path, token: str, settings: dict[str, str], timeout: float
         finally:
             box.close()
     finally:
-        leftovers = appliance.stop()
-        appliance.cleanup()
+        leftovers = appliance.shutdown()
     if leftovers:
         raise ApplianceError(f"processes left running after the appliance stopped (killed): {leftovers}")
-
-
-@contextlib.contextmanager
-def _from_image(image: str, token: str, settings: dict[str, str], timeout: float) -> Iterator[Sandbox]:
-    start_engine()
-    container = ImageAppliance(image, env=settings, token=token)
-    try:
-        container.run()
-        seconds = container.wait_ready(timeout)
-        box = Sandbox(container.desktop_url, container.agent_url, token, container.ui_url, seconds)
-        try:
-            yield box
-        finally:
-            box.close()
-    finally:
-        container.stop()
-        container.remove()

@@ -9,15 +9,15 @@ It loads without the services (the base distribution); see docs/client.md for th
 
 from deskpilot.scripted.plan import Plan, PlanError
 from deskpilot.scripted.server import Script, ScriptedModel
-from deskpilot.scripted.steps import Request, Step, fail, text, tool, tools
+from deskpilot.scripted.steps import Reply, Request, fail, text, tool, tools
 
 __all__ = [
     "Plan",
     "PlanError",
+    "Reply",
     "Request",
     "Script",
     "ScriptedModel",
-    "Step",
     "fail",
     "text",
     "tool",

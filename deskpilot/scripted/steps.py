@@ -1,4 +1,4 @@
-"""What a scripted model answers (a ``Step``) and what it was asked (a ``Request``).
+"""What a scripted model answers (a ``Reply``) and what it was asked (a ``Request``).
 
 A step is one reply of the model: text, tool calls, or an HTTP error as a provider would answer it. Build
 them with ``tool``, ``tools``, ``text`` and ``fail``, or from a plan's YAML (``plan.py``).
@@ -11,7 +11,7 @@ from typing import Any
 
 
 @dataclass
-class Step:
+class Reply:
     """One scripted reply: text and/or tool calls, or an HTTP error (``status`` other than 200)."""
 
     text: str | None = None
@@ -21,24 +21,24 @@ class Step:
     completion_tokens: int = 20
 
 
-def tool(name: str, /, **arguments: Any) -> Step:
+def tool(name: str, /, **arguments: Any) -> Reply:
     """A reply calling one tool: ``tool("computer_click_mouse", coordinates={"x": 1, "y": 2})``."""
-    return Step(calls=[(name, arguments)])
+    return Reply(calls=[(name, arguments)])
 
 
-def tools(*calls: Step) -> Step:
+def tools(*calls: Reply) -> Reply:
     """A reply with several tool calls: ``tools(tool(...), tool(...))``."""
-    return Step(calls=[c for s in calls for c in s.calls])
+    return Reply(calls=[c for s in calls for c in s.calls])
 
 
-def text(content: str, **kw: Any) -> Step:
+def text(content: str, **kw: Any) -> Reply:
     """A plain answer with no tool call: the agent takes it as a question for a human (NEEDS_HELP)."""
-    return Step(text=content, **kw)
+    return Reply(text=content, **kw)
 
 
-def fail(status: int = 503) -> Step:
+def fail(status: int = 503) -> Reply:
     """An HTTP error from the 'provider' (503 and 429 are transient for the agent, 400 and 401 are not)."""
-    return Step(status=status)
+    return Reply(status=status)
 
 
 @dataclass
