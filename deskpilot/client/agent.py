@@ -34,7 +34,7 @@ def unreachable(call: Call[Any], base_url: str, exc: Exception) -> TaskClientErr
     return TaskClientError(f"{call.what}: task service at {base_url} unreachable: {exc!r}")
 
 
-class _Client:
+class _TaskClient:
     def __init__(self, url: str, token: str | None) -> None:
         self.base_url = url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -45,7 +45,7 @@ class _Client:
         return {"headers": headers, "params": call.params, "content": call.content()}
 
 
-class _Blocking(_Client):
+class _Blocking(_TaskClient):
     _http: httpx.Client
 
     def _run(self, operation: Operation[T]) -> T:
@@ -62,7 +62,7 @@ class _Blocking(_Client):
             return result
 
 
-class _Awaiting(_Client):
+class _Awaiting(_TaskClient):
     _http: httpx.AsyncClient
 
     async def _run(self, operation: Operation[T]) -> T:

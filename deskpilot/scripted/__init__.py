@@ -9,12 +9,12 @@ It loads without the services (the base distribution); see docs/client.md for th
 
 from deskpilot.scripted.plan import Plan, PlanError
 from deskpilot.scripted.server import Script, ScriptedModel
-from deskpilot.scripted.steps import Reply, Request, fail, text, tool, tools
+from deskpilot.scripted.steps import Answer, Request, fail, text, tool, tools
 
 __all__ = [
+    "Answer",
     "Plan",
     "PlanError",
-    "Reply",
     "Request",
     "Script",
     "ScriptedModel",

@@ -14,7 +14,7 @@ import orjson
 
 from deskpilot.scripted.plan import Plan, PlanError
 from deskpilot.scripted.server import ScriptedModel
-from deskpilot.scripted.steps import Reply
+from deskpilot.scripted.steps import Answer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _step(source: str) -> Reply:
+def _step(source: str) -> Answer:
     data = orjson.loads(source)
-    return Reply(**{**data, "calls": [(name, call) for name, call in data.get("calls", [])]})
+    return Answer(**{**data, "calls": [(name, call) for name, call in data.get("calls", [])]})
 
 
 if __name__ == "__main__":

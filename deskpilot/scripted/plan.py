@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from deskpilot.scripted.steps import Reply, Request
+from deskpilot.scripted.steps import Answer, Request
 
 
 class PlanError(ValueError):
@@ -52,14 +52,14 @@ class PlanStep(_Strict):
     calls: list[ToolCall] = Field(default_factory=list)
     error: int | None = Field(default=None, ge=400, le=599)
 
-    def step(self) -> Reply:
+    def step(self) -> Answer:
         calls = [(self.tool, self.args)] if self.tool else []
         calls += [(c.tool, c.args) for c in self.calls]
         if self.error is not None:
-            return Reply(text=self.text, status=self.error)
+            return Answer(text=self.text, status=self.error)
         if not calls and self.text is None:
             raise ValueError("a step needs a text, a tool, calls or an error")
-        return Reply(text=self.text, calls=calls)
+        return Answer(text=self.text, calls=calls)
 
 
 class PlanTask(_Strict):
@@ -105,19 +105,19 @@ class Plan(_Strict):
             raise PlanError(f"{name} is not a valid plan: {exc}") from None
         return plan
 
-    def answer(self, request: Request) -> Reply:
+    def answer(self, request: Request) -> Answer:
         """The step for this point of this task's conversation, or a 400 saying why there is none."""
         task_text, turn = request.task_text, request.turn
         for task in self.tasks:
             if re.search(task.match, task_text, re.IGNORECASE):
                 if turn < len(task.steps):
                     return task.steps[turn].step()
-                return Reply(
+                return Answer(
                     status=400,
                     text=f"scripted model: the plan for /{task.match}/ has {len(task.steps)} steps; "
                     f"the agent asks for step {turn + 1}",
                 )
-        return Reply(status=400, text=f"scripted model: no task of the plan matches {task_text[:200]!r}")
+        return Answer(status=400, text=f"scripted model: no task of the plan matches {task_text[:200]!r}")
 
 
 def _yaml(source: str, name: str) -> Any:

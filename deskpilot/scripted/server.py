@@ -6,7 +6,7 @@
 
     model = ScriptedModel([tool("computer_application", application="terminal"), text("done?")])
 
-A list's item may be a callable taking the ``Request`` and returning a ``Reply``, for replies that depend on
+A list's item may be a callable taking the ``Request`` and returning a ``Answer``, for replies that depend on
 what the agent sent; an exception in it (a failed assert) is kept in ``errors`` and answered with a 400, which
 fails the task at once with the message. When the list runs out ``then`` is played, or else a 500 saying so
 (the agent sees a transient failure; ``exhausted`` tells a test). The standard library serves it: the model
@@ -27,9 +27,9 @@ from typing import Any
 import orjson
 
 from deskpilot.scripted.plan import Plan
-from deskpilot.scripted.steps import Reply, Request
+from deskpilot.scripted.steps import Answer, Request
 
-Script = list[Reply | Callable[[Request], Reply]]
+Script = list[Answer | Callable[[Request], Answer]]
 COMPLETIONS = ("/chat/completions", "/v1/chat/completions")
 MODELS = ("/models", "/v1/models")
 
@@ -40,7 +40,7 @@ class ScriptedModel:
     def __init__(
         self,
         script: Script | None = None,
-        then: Reply | None = None,
+        then: Answer | None = None,
         *,
         plan: Plan | None = None,
         model: str | None = None,
@@ -52,7 +52,7 @@ class ScriptedModel:
         self._thread: threading.Thread | None = None
         self.play(script or [], then, plan=plan)
 
-    def play(self, script: Script, then: Reply | None = None, *, plan: Plan | None = None) -> None:
+    def play(self, script: Script, then: Answer | None = None, *, plan: Plan | None = None) -> None:
         """Replace the script or the plan (and forget earlier requests): one server serves many tests."""
         with self._lock:
             self.plan = plan
@@ -116,7 +116,7 @@ class ScriptedModel:
 
     # ------------------------------------------------------------------------------------------ replies
 
-    def next_step(self, request: Request) -> Reply:
+    def next_step(self, request: Request) -> Answer:
         with self._lock:
             self.requests.append(request)
             if self.plan is not None:
@@ -127,16 +127,16 @@ class ScriptedModel:
                 step = self._then
             else:
                 self.exhausted = True
-                step = Reply(status=500, text="scripted model: script exhausted")
+                step = Answer(status=500, text="scripted model: script exhausted")
         if not callable(step):
             return step
         try:
             return step(request)
         except Exception as exc:  # a failed check in the script: fail the task fast and visibly
             self.errors.append(exc)
-            return Reply(status=400, text=f"scripted model: check failed: {exc!r}")
+            return Answer(status=400, text=f"scripted model: check failed: {exc!r}")
 
-    def completion(self, step: Reply, model: str) -> dict[str, Any]:
+    def completion(self, step: Answer, model: str) -> dict[str, Any]:
         """The OpenAI ``chat.completion`` of a step."""
         message: dict[str, Any] = {"role": "assistant", "content": step.text}
         if step.calls:

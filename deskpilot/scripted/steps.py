@@ -1,4 +1,4 @@
-"""What a scripted model answers (a ``Reply``) and what it was asked (a ``Request``).
+"""What a scripted model answers (a ``Answer``) and what it was asked (a ``Request``).
 
 A step is one reply of the model: text, tool calls, or an HTTP error as a provider would answer it. Build
 them with ``tool``, ``tools``, ``text`` and ``fail``, or from a plan's YAML (``plan.py``).
@@ -11,7 +11,7 @@ from typing import Any
 
 
 @dataclass
-class Reply:
+class Answer:
     """One scripted reply: text and/or tool calls, or an HTTP error (``status`` other than 200)."""
 
     text: str | None = None
@@ -21,24 +21,24 @@ class Reply:
     completion_tokens: int = 20
 
 
-def tool(name: str, /, **arguments: Any) -> Reply:
+def tool(name: str, /, **arguments: Any) -> Answer:
     """A reply calling one tool: ``tool("computer_click_mouse", coordinates={"x": 1, "y": 2})``."""
-    return Reply(calls=[(name, arguments)])
+    return Answer(calls=[(name, arguments)])
 
 
-def tools(*calls: Reply) -> Reply:
+def tools(*calls: Answer) -> Answer:
     """A reply with several tool calls: ``tools(tool(...), tool(...))``."""
-    return Reply(calls=[c for s in calls for c in s.calls])
+    return Answer(calls=[c for s in calls for c in s.calls])
 
 
-def text(content: str, **kw: Any) -> Reply:
+def text(content: str, **kw: Any) -> Answer:
     """A plain answer with no tool call: the agent takes it as a question for a human (NEEDS_HELP)."""
-    return Reply(text=content, **kw)
+    return Answer(text=content, **kw)
 
 
-def fail(status: int = 503) -> Reply:
+def fail(status: int = 503) -> Answer:
     """An HTTP error from the 'provider' (503 and 429 are transient for the agent, 400 and 401 are not)."""
-    return Reply(status=status)
+    return Answer(status=status)
 
 
 @dataclass

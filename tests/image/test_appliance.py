@@ -25,7 +25,7 @@ from mcp.client.sse import sse_client
 from PIL import Image
 
 from deskpilot.computer.actions import ACTION_MODELS
-from deskpilot.scripted import Reply, Request, ScriptedModel, tool
+from deskpilot.scripted import Answer, Request, ScriptedModel, tool
 from tests.support.appliance import PROGRAMS
 from tests.support.container import HOME, ROOT, Container
 
@@ -173,7 +173,7 @@ def test_a_task_runs_end_to_end_with_a_scripted_model(run: Run, llm: ScriptedMod
     c = run.container
     marker = uuid.uuid4().hex
 
-    def check_the_file(req: Request) -> Reply:
+    def check_the_file(req: Request) -> Answer:
         assert req.last_tool_result_has_image(), "the model gets a screenshot after each action"
         wait_for(lambda: marker in c.exec("cat", f"{HOME}/{run.note}", check=False) or None, 30, "the file")
         return tool("set_task_status", status="completed", description=f"wrote ~/{run.note}")

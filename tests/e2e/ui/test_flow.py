@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from deskpilot.config import UISettings
-from deskpilot.scripted import Reply, Request, ScriptedModel, text, tool
+from deskpilot.scripted import Answer, Request, ScriptedModel, text, tool
 from deskpilot.ui.server import create_app as ui_app
 from tests.integration.agent.harness import loop_settings, serve_agent
 from tests.support.browser import PageErrors
@@ -54,20 +54,20 @@ def flow_script(notes: str, files_dir: Path, the_task: Callable[[], dict]) -> li
     """The model's side of the flow: read the upload, act, ask; after the answer, wait for the human to take
     over, then to cancel."""
 
-    def read_the_upload(req: Request) -> Reply:
+    def read_the_upload(req: Request) -> Answer:
         assert f"{files_dir}/{notes}" in "\n".join(req.text_of("user")), "the upload is announced"
-        return Reply(text="Let me read the file first.", calls=[("computer_read_file", {"path": notes})])
+        return Answer(text="Let me read the file first.", calls=[("computer_read_file", {"path": notes})])
 
-    def ask(req: Request) -> Reply:
+    def ask(req: Request) -> Answer:
         assert "buy milk" in str(req.tool_results()), "the file's text reached the model"
         return text("Which name should the new file have?")
 
-    def after_the_answer_wait_for_takeover(req: Request) -> Reply:
+    def after_the_answer_wait_for_takeover(req: Request) -> Answer:
         assert "Call it shopping.txt" in "\n".join(req.text_of("user")), "the reply reached the model"
         wait_until(lambda: the_task()["control"] == "USER", what="the human to take over")
         return tool("computer_move_mouse", coordinates={"x": 100, "y": 100})
 
-    def wait_for_cancel(req: Request) -> Reply:
+    def wait_for_cancel(req: Request) -> Answer:
         assert "A human had control" in str(req.tool_results()[-1]["content"])
         wait_until(lambda: the_task()["status"] == "CANCELLED", what="the human to cancel")
         return text("stopped")

@@ -19,7 +19,7 @@ import pytest
 
 from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.logs import Formatter
-from deskpilot.scripted import Reply, Request, ScriptedModel, fail, text, tool
+from deskpilot.scripted import Answer, Request, ScriptedModel, fail, text, tool
 from deskpilot.tasks.store import Store
 from tests.fakes.llm_proxy import LiteLLMProxy
 from tests.integration.agent.harness import (
@@ -100,7 +100,7 @@ def test_hello_txt_task_completes_and_the_file_exists(
 def test_a_question_needs_help_and_a_user_message_resumes_to_completion(
     agent: Agent, scripted_llm: ScriptedModel
 ) -> None:
-    def answer_seen(req: Request) -> Reply:
+    def answer_seen(req: Request) -> Answer:
         assert "Call it notes.txt" in "\n".join(req.text_of("user"))
         return tool("set_task_status", status="completed", description="Named it notes.txt")
 
@@ -191,7 +191,7 @@ def test_an_uploaded_file_is_read_with_computer_read_file(
 ) -> None:
     name = unique("brief") + ".txt"
 
-    def secret_seen(req: Request) -> Reply:
+    def secret_seen(req: Request) -> Answer:
         result = req.tool_results()[-1]["content"]
         assert "the secret is 42" in result, result
         return tool("set_task_status", status="completed", description="The secret is 42")
@@ -212,7 +212,7 @@ def test_an_uploaded_file_is_read_with_computer_read_file(
 def test_invalid_arguments_and_desktop_4xx_go_back_to_the_model(
     agent: Agent, scripted_llm: ScriptedModel
 ) -> None:
-    def errors_seen(req: Request) -> Reply:
+    def errors_seen(req: Request) -> Answer:
         results = [m["content"] for m in req.tool_results()]
         assert results[0].startswith("Error: Invalid arguments:") and "button" in results[0], results
         assert results[1].startswith("Error:") and "no-such-file" in results[1], results
@@ -252,18 +252,18 @@ def test_transient_llm_errors_are_retried_then_the_task_fails(
 def test_long_histories_are_summarised(
     tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
 ) -> None:
-    def summary_request(req: Request) -> Reply:
+    def summary_request(req: Request) -> Answer:
         assert req.tool_names == [] and "Summarise" in req.messages[-1]["content"]
         return text("SUMMARY: the pointer was moved to 300,300.")
 
-    def after_summary(req: Request) -> Reply:
+    def after_summary(req: Request) -> Answer:
         users = "\n".join(req.text_of("user"))
         assert "SUMMARY: the pointer was moved" in users and "Keep going" in users
         assert not any(m.get("tool_calls") for m in req.messages), "summarised turns are gone"
         assert len(req.images()) == 1
         return tool("set_task_status", status="completed", description="ok")
 
-    big = Reply(calls=[("computer_move_mouse", {"coordinates": {"x": 300, "y": 300}})], prompt_tokens=800)
+    big = Answer(calls=[("computer_move_mouse", {"coordinates": {"x": 300, "y": 300}})], prompt_tokens=800)
     scripted_llm.play([big, summary_request, after_summary])
     done = run_once(
         tmp_path, desktop_url, desktop_files, scripted_llm.base_url, "Keep going", context_window=1000
@@ -323,12 +323,12 @@ def test_no_desktop_action_while_a_human_holds_control(
     desktop_action(desktop_url, "move_mouse", coordinates={"x": 5, "y": 5})
     task_id: list[str] = []
 
-    def take_over_then_move(req: Request) -> Reply:
+    def take_over_then_move(req: Request) -> Answer:
         r = httpx.post(f"{agent.client.base_url}/tasks/{task_id[0]}/takeover")  # the human grabs control
         assert r.status_code == 200 and r.json()["control"] == "USER", r.text
         return tool("computer_move_mouse", coordinates={"x": 100, "y": 100})
 
-    def handed_back_seen(req: Request) -> Reply:
+    def handed_back_seen(req: Request) -> Answer:
         assert "A human had control" in req.tool_results()[-1]["content"]
         return tool("set_task_status", status="completed", description="moved")
 
