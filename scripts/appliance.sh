@@ -58,15 +58,18 @@ runs_as() {
 }
 DESKPILOT_DESKTOP_RUNS_AS=$(runs_as "$DESKPILOT_USER")
 DESKPILOT_AGENT_RUNS_AS=$(runs_as "$DESKPILOT_AGENT_USER")
-fallback() {
-  [[ $1 == root || $2 != root ]] && return
-  log "WARNING: user '$1' cannot read $here or execute $DESKPILOT_VENV (a parent directory is not"
-  log "WARNING: accessible to it, e.g. a checkout under /root): $3 run as ROOT."
-  log "WARNING: To run them as '$1', clone the repository where it can read it (/opt, /srv, ...)."
-}
-fallback "$DESKPILOT_USER" "$DESKPILOT_DESKTOP_RUNS_AS" \
-  "the desktop service and Xvfb (the session stays the user's)"
-fallback "$DESKPILOT_AGENT_USER" "$DESKPILOT_AGENT_RUNS_AS" "the task service and the UI"
+who='' what=''
+if [[ $DESKPILOT_USER != root && $DESKPILOT_DESKTOP_RUNS_AS == root ]]; then
+  who="'$DESKPILOT_USER'" what="the desktop service and Xvfb"
+fi
+if [[ $DESKPILOT_AGENT_USER != root && $DESKPILOT_AGENT_RUNS_AS == root ]]; then
+  who="${who:+$who and }'$DESKPILOT_AGENT_USER'" what="${what:+$what, }the task service and the UI"
+fi
+if [[ -n $who ]]; then
+  log "WARNING: $who cannot read $here or execute $DESKPILOT_VENV (a parent directory is not accessible,"
+  log "WARNING: e.g. a checkout under /root): $what run as ROOT (the session still runs as '$DESKPILOT_USER')."
+  log "WARNING: To run them as $who, clone the repository where they can read it (/opt, /srv, ...)."
+fi
 
 # The token: given, generated (when the services listen beyond loopback), none (loopback only) or off.
 token_file=$DESKPILOT_STATE_DIR/token

@@ -48,9 +48,9 @@ def test_an_unreadable_checkout_falls_back_to_root_and_says_so(tmp_path: Path) -
     shutil.copy(ROOT / "supervisord.conf", checkout)
     config, stderr = print_config(checkout)
     assert config["DESKPILOT_DESKTOP_RUNS_AS"] == config["DESKPILOT_AGENT_RUNS_AS"] == "root"
-    assert "WARNING" in stderr and str(checkout) in stderr
-    assert "the desktop service and Xvfb (the session stays the user's) run as ROOT" in stderr
-    assert "the task service and the UI run as ROOT" in stderr
+    warning = " ".join(line.removeprefix("deskpilot: WARNING: ") for line in stderr.splitlines())
+    assert f"'user' and 'deskpilot' cannot read {checkout}" in warning
+    assert "the desktop service and Xvfb, the task service and the UI run as ROOT" in warning
 
 
 def test_defaults_are_the_production_ones_and_the_environment_overrides_them() -> None:
