@@ -18,9 +18,6 @@ from tests.support.appliance import Appliance
 
 pytestmark = pytest.mark.e2e
 
-# In this branch only the UI has its Guard; the desktop and task services get theirs with the rest of #12.
-NOT_YET_GUARDED = pytest.mark.xfail(strict=True, reason="the desktop and task services are not guarded yet")
-
 
 @pytest.fixture(scope="module")
 def generated(appliance: Appliance) -> Iterator[Appliance]:
@@ -68,15 +65,14 @@ def test_the_ui_refuses_a_request_without_the_token_and_answers_one_with_it(gene
     assert httpx.get(url, headers=bearer, timeout=10).status_code == 200
 
 
-@pytest.mark.parametrize("service", [pytest.param(s, marks=NOT_YET_GUARDED) for s in ("desktop", "agent")])
-def test_the_services_refuse_a_request_without_the_token(generated: Appliance, service: str) -> None:
-    if service == "desktop":
-        r = httpx.post(
-            f"{generated.desktop_url}/computer-use", json={"action": "cursor_position"}, timeout=10
-        )
-    else:
-        r = httpx.get(f"{generated.agent_url}/tasks", timeout=10)
-    assert r.status_code == 401, r.text[:200]
+def test_the_desktop_and_the_task_service_refuse_a_request_without_the_token(generated: Appliance) -> None:
+    body = {"action": "cursor_position"}
+    cursor = httpx.post(f"{generated.desktop_url}/computer-use", json=body, timeout=10)
+    assert cursor.status_code == 401, cursor.text[:200]
+    tasks = httpx.get(f"{generated.agent_url}/tasks", timeout=10)
+    assert tasks.status_code == 401, tasks.text[:200]
+    bearer = {"Authorization": f"Bearer {token_file(generated)}"}
+    assert httpx.get(f"{generated.agent_url}/tasks", headers=bearer, timeout=10).status_code == 200
 
 
 def test_a_restart_reuses_the_token(generated: Appliance) -> None:
