@@ -16,7 +16,8 @@
 # the run directory, readable only by the user it runs as (with-env.sh). The token reaches the task service
 # and the UI; the desktop service gets its SHA-256 digest; the session and its applications get neither.
 #   scripts/appliance.sh                 start (exec supervisord)
-#   scripts/appliance.sh --print-config  print the resolved settings and who would run the programs, then exit
+#   scripts/appliance.sh --print-config  print the resolved settings, who would run the programs and where the
+#                                        token would come from (no secret), then exit
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -103,7 +104,7 @@ if [[ ${1:-} == --print-config ]]; then
     DESKPILOT_STATE_DIR DESKPILOT_RUN_DIR DESKPILOT_VENV DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_AGENT_RUNS_AS \
     DESKTOP_PORT DESKTOP_VNC_PORT AGENT_PORT UI_PORT AGENT_DATABASE_URL; do
     echo "$name=${!name}"
-  done
+  done | sed -E 's#(://[^/:@]+:)[^/@]*@#\1***@#' # a database URL's password
   echo "DESKPILOT_TOKEN_SOURCE=$token_source"
   exit 0
 fi

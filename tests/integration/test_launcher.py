@@ -65,6 +65,8 @@ def test_defaults_are_the_production_ones_and_the_environment_overrides_them() -
     config, _ = print_config(ROOT, DESKPILOT_DISPLAY=":57", DESKTOP_PORT="1999", DESKPILOT_STATE_DIR="/srv/s")
     assert (config["DESKPILOT_DISPLAY"], config["DESKTOP_PORT"]) == (":57", "1999")
     assert config["AGENT_DATABASE_URL"] == "sqlite+aiosqlite:////srv/s/agent.db"
+    config, _ = print_config(ROOT, AGENT_DATABASE_URL="postgresql://deskpilot:pw-of-the-db@db:5432/tasks")
+    assert config["AGENT_DATABASE_URL"] == "postgresql://deskpilot:***@db:5432/tasks"
 
 
 @pytest.mark.parametrize(
