@@ -3,7 +3,7 @@
 It runs beside a developer's own appliance: a free display number, free ports and a private temporary
 home/state/run directory. The process that starts it becomes a child subreaper, so anything the appliance
 leaves running (even a double-forked daemon) stays visible as our descendant and `stop()` can prove that
-nothing is left behind.
+nothing is left behind. It requires a token (its own, given as DESKPILOT_TOKEN) unless told otherwise.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import ctypes
 import os
 import random
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -23,11 +24,20 @@ from pathlib import Path
 import httpx
 import psutil
 
+from deskpilot.config import PROVIDERS
 from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PR_SET_CHILD_SUBREAPER = 36
 PROGRAMS = ("dbus", "xvfb", "xfwm4", "xfdesktop", "xfce4-panel", "x11vnc", "desktop-api", "agent-api", "ui")
+
+
+def agent_secrets() -> dict[str, str]:
+    """A fresh value for each variable only the task service may see: every provider's key and model
+    (deskpilot/config.py's PROVIDERS), the LLM proxy's and the OpenAI-compatible server's keys."""
+    names = [v for p in PROVIDERS for v in (p.key_var, p.model_var)]
+    names += ["AGENT_LLM_PROXY_KEY", "AGENT_OPENAI_BASE_KEY"]
+    return {name: f"fake-{name.lower()}-{secrets.token_hex(12)}" for name in names}
 
 
 def free_display() -> str:
@@ -53,6 +63,9 @@ class Appliance:
     agent_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
     vnc_port: int = field(default_factory=free_port)
+    # DESKPILOT_TOKEN, or None for none given (the launcher then decides); `settings`: more of the environment
+    token: str | None = field(default_factory=lambda: secrets.token_urlsafe(32))
+    settings: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen | None = None
     started_at: float = 0.0
     boot_seconds: float = 0.0
@@ -79,13 +92,27 @@ class Appliance:
         return f"http://127.0.0.1:{self.ui_port}"
 
     @property
+    def state_dir(self) -> Path:
+        return self.base / "state"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.base / "run"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    @property
     def health_urls(self) -> list[str]:
         return [f"{u}/health" for u in (self.desktop_url, self.agent_url, self.ui_url)]
 
     @property
     def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k.upper() != "DESKPILOT_TOKEN"}
         return {
-            **os.environ,
+            **env,
+            **({"DESKPILOT_TOKEN": self.token} if self.token else {}),
             "DESKPILOT_DISPLAY": self.display,
             "DESKPILOT_HOST": "127.0.0.1",
             "DESKTOP_PORT": str(self.desktop_port),
@@ -93,21 +120,23 @@ class Appliance:
             "UI_PORT": str(self.ui_port),
             "DESKTOP_VNC_PORT": str(self.vnc_port),
             "DESKPILOT_HOME": str(self.home),
-            "DESKPILOT_STATE_DIR": str(self.base / "state"),
-            "DESKPILOT_RUN_DIR": str(self.base / "run"),
+            "DESKPILOT_STATE_DIR": str(self.state_dir),
+            "DESKPILOT_RUN_DIR": str(self.run_dir),
             "DESKPILOT_VENV": str(ROOT / ".venv"),
+            **self.settings,
         }
 
     @property
     def session_env(self) -> dict[str, str]:
-        """What a program in the appliance's desktop session sees (see [supervisord] environment=)."""
+        """What a program in the appliance's desktop session sees (the launcher's session_env)."""
         return {
             **os.environ,
             "DISPLAY": self.display,
+            "XAUTHORITY": str(self.run_dir / "Xauthority"),
             "HOME": str(self.home),
-            "XDG_RUNTIME_DIR": str(self.base / "run" / "session"),
-            "TMPDIR": str(self.base / "run" / "session" / "tmp"),
-            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.base / 'run' / 'session' / 'bus'}",
+            "XDG_RUNTIME_DIR": str(self.run_dir / "session"),
+            "TMPDIR": str(self.run_dir / "session" / "tmp"),
+            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.run_dir / 'session' / 'bus'}",
             "NO_AT_BRIDGE": "1",
         }
 
@@ -127,6 +156,15 @@ class Appliance:
             start_new_session=True,
         )
         return self
+
+    def restart(self, **settings: str) -> list[str]:
+        """Stop, then start again on the same home, state, display and ports, with `settings` changed (a
+        value of "" drops one); returns what the stop left behind. The log starts afresh."""
+        leftovers = self.stop()
+        self.settings = {k: v for k, v in {**self.settings, **settings}.items() if v}
+        self.start()
+        self.wait_healthy()
+        return leftovers
 
     def wait_healthy(self, timeout: float = 60) -> float:
         """Seconds from start until all three /health endpoints answered 200."""
@@ -205,12 +243,17 @@ class Appliance:
         """supervisorctl against this appliance."""
         out = subprocess.run(
             [str(ROOT / ".venv" / "bin" / "supervisorctl"), "-c", str(ROOT / "supervisord.conf"), *args],
-            env={**self.env, "DESKPILOT_SERVICE_USER": "user"},
+            env=self.env,
             capture_output=True,
             text=True,
             timeout=30,
         )
         return out.stdout + out.stderr
+
+    def computer(self, action: str, **fields: object) -> httpx.Response:
+        """POST /computer-use with the appliance's token."""
+        url, body = f"{self.desktop_url}/computer-use", {"action": action, **fields}
+        return httpx.post(url, json=body, headers=self.headers, timeout=120)
 
     def pid(self, program: str) -> int:
         return int(self.ctl("pid", program).strip())
@@ -220,12 +263,21 @@ class Appliance:
         rows = [line.split() for line in self.ctl("status").splitlines()]
         return {row[0]: row[1] for row in rows if len(row) > 1}
 
-    @property
-    def service_user(self) -> str:
-        """Who appliance.sh decided runs the services: `user`, or root for a checkout `user` cannot read."""
-        m = re.search(r"services as (\S+),", self.log.read_text(errors="replace"))
+    def runs_as(self) -> dict[str, str]:
+        """Who appliance.sh decided runs each program: the desktop user, the services' system user, or root
+        for a checkout one of them cannot read."""
+        log = self.log.read_text(errors="replace")
+        m = re.search(r"session runs as (\S+), desktop service as (\S+), task service and UI as (\S+),", log)
         assert m, f"no launcher line in the log:\n{self.log_tail()}"
-        return m.group(1)
+        session, desktop, agent = m.groups()
+        return (
+            {p: session for p in PROGRAMS}
+            | dict.fromkeys(("xvfb", "desktop-api"), desktop)
+            | {
+                "agent-api": agent,
+                "ui": agent,
+            }
+        )
 
     def log_tail(self, lines: int = 60) -> str:
         try:
