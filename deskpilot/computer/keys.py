@@ -2,7 +2,9 @@
 
 Accepted, case-insensitively: the common aliases (``ctrl``, ``esc``, ``pgup``, ``arrowup``, ``win`` ...),
 nut-js names (``LeftControl``, ``Num1``, ``NumPad5``), X keysym names (``Return``, ``Page_Up``, ``KP_5``)
-and any single character. Unknown names raise ``ValueError`` with the closest valid names.
+and any single character. A single letter names its key, whatever its case: ``C`` is the C key, so
+``["ctrl", "C"]`` is ctrl+c and Shift is pressed only when named (``type_text`` is what types characters).
+Unknown names raise ``ValueError`` with the closest valid names.
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ def resolve(name: str) -> int:
     if len(name) == 1:
         if not is_typeable(name):
             raise ValueError(f"key {name!r} is a control character; use a key name such as 'enter' or 'tab'")
-        return char_keysym(name)
+        lower = name.lower()  # a letter names its key: "C" is c, Shift only when named
+        return char_keysym(lower if len(lower) == 1 else name)
     table = _keysym_table()
     norm = _normalise(name)
     alias = _ALIASES.get(norm) or _ALIASES.get(norm.replace("_", ""))

@@ -30,7 +30,8 @@ CHANGES_SCREEN = frozenset(ACTION_MODELS) - {"screenshot", "cursor_position", "r
 KEY_NAMES = (
     "Key names are case-insensitive: ctrl, shift, alt, super, enter, esc, tab, space, backspace, delete, "
     "up, down, left, right, home, end, pgup, pgdn, insert, f1-f24, printscreen, any single character, "
-    "or an X keysym name such as Page_Up or KP_5."
+    "or an X keysym name such as Page_Up or KP_5. A letter is its key in either case (C is the c key): "
+    "name shift to get Shift."
 )
 APPLICATIONS = "terminal, browser, code_editor, directory, email_client, password_manager, desktop"
 # What the action models' docstrings cannot say: when to prefer which tool.

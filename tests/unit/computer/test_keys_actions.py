@@ -77,9 +77,16 @@ def test_every_alias_resolves() -> None:
 
 def test_single_characters_are_keys() -> None:
     assert keys.resolve("a") == ord("a")
-    assert keys.resolve("A") == ord("A")
     assert keys.resolve("é") == 0xE9
     assert keys.resolve("美") == 0x01000000 + ord("美")
+    assert keys.resolve("!") == ord("!")  # not a letter: the character
+
+
+def test_a_single_letter_names_its_key_whatever_its_case() -> None:
+    """["LeftControl", "C"] is ctrl+c: an upper-case letter is the key, not the character (Shift is named)."""
+    assert keys.resolve("C") == keys.resolve("c") == ord("c")
+    assert keys.resolve("É") == 0xE9
+    assert keys.char_keysym("C") == ord("C")  # type_text still types the character
 
 
 def test_unknown_key_suggests_the_closest_names() -> None:

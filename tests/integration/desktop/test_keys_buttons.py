@@ -1,0 +1,24 @@
+"""Key names and buttons clients rely on where the spec is silent, proven in a real Tk window: a single
+letter is its key (a shortcut, not Shift+letter)."""
+
+from __future__ import annotations
+
+from tests.integration.desktop.conftest import Desktop, focus
+
+SHIFT, CONTROL = 1, 4  # X modifier masks
+
+
+def presses(state: dict, keysym: int) -> list[int]:
+    """The modifier state of every press of ``keysym`` the probe received."""
+    return [mods for sym, mods in state.get("keys", []) if sym == keysym]
+
+
+def test_an_upper_case_letter_in_a_chord_is_the_shortcut_not_shift(desktop: Desktop, probe) -> None:
+    p = probe(text="x")
+    focus(desktop, p)
+    desktop.act(action="press_keys", keys=["LeftControl", "C"], press="down")
+    desktop.act(action="press_keys", keys=["LeftControl", "C"], press="up")
+    state = p.wait(lambda s: presses(s, ord("c")), what="the c of ctrl+c")
+    assert [m & (CONTROL | SHIFT) for m in presses(state, ord("c"))] == [CONTROL]  # ctrl+c, no shift
+    desktop.act(action="type_keys", keys=["A", "shift", "B"])  # letters are keys, shift only when named
+    assert p.wait(lambda s: s["text"] == "xab", what="typed keys")["text"] == "xab"
