@@ -1,7 +1,9 @@
 """Key names and buttons clients rely on where the spec is silent, proven in a real Tk window: a single
-letter is its key (a shortcut, not Shift+letter)."""
+letter is its key (a shortcut, not Shift+letter), the media keys and Fn arrive as their XF86 keysyms."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.integration.desktop.conftest import Desktop, focus
 
@@ -22,3 +24,20 @@ def test_an_upper_case_letter_in_a_chord_is_the_shortcut_not_shift(desktop: Desk
     assert [m & (CONTROL | SHIFT) for m in presses(state, ord("c"))] == [CONTROL]  # ctrl+c, no shift
     desktop.act(action="type_keys", keys=["A", "shift", "B"])  # letters are keys, shift only when named
     assert p.wait(lambda s: s["text"] == "xab", what="typed keys")["text"] == "xab"
+
+
+@pytest.mark.parametrize(
+    ("name", "keysym"),
+    [
+        ("AudioForward", 0x1008FF97),
+        ("AudioRandom", 0x1008FF99),
+        ("AudioRepeat", 0x1008FF98),
+        ("AudioRewind", 0x1008FF3E),
+        ("Fn", 0x100811D0),
+    ],
+)
+def test_bytebots_media_keys_and_fn_reach_the_window(desktop: Desktop, probe, name: str, keysym: int) -> None:
+    p = probe()
+    focus(desktop, p)
+    desktop.act(action="type_keys", keys=[name])
+    p.wait(lambda s: presses(s, keysym), what=f"{name} as keysym {keysym:#x}")
