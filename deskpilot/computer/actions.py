@@ -31,7 +31,8 @@ SCREEN_WIDTH, SCREEN_HEIGHT = SCREEN.width, SCREEN.height
 MAX_CLICKS, MAX_SCROLLS, MAX_WAIT_MS, MAX_TEXT = 10, 100, 300_000, 100_000
 MAX_KEYS, MAX_PATH_POINTS = 100, 10_000
 
-Button = Literal["left", "right", "middle"]
+# back and forward (X buttons 8 and 9) are our extension of the spec's three buttons
+Button = Literal["left", "right", "middle", "back", "forward"]
 Press = Literal["up", "down"]
 ScrollDirection = Literal["up", "down", "left", "right"]
 ApplicationName = Literal[

@@ -1,5 +1,6 @@
 """Key names and buttons clients rely on where the spec is silent, proven in a real Tk window: a single
-letter is its key (a shortcut, not Shift+letter), the media keys and Fn arrive as their XF86 keysyms."""
+letter is its key (a shortcut, not Shift+letter), the media keys and Fn arrive as their XF86 keysyms, back
+and forward are X buttons 8 and 9."""
 
 from __future__ import annotations
 
@@ -41,3 +42,14 @@ def test_bytebots_media_keys_and_fn_reach_the_window(desktop: Desktop, probe, na
     focus(desktop, p)
     desktop.act(action="type_keys", keys=[name])
     p.wait(lambda s: presses(s, keysym), what=f"{name} as keysym {keysym:#x}")
+
+
+def test_back_and_forward_are_buttons_8_and_9(desktop: Desktop, probe) -> None:
+    p = probe()
+    focus(desktop, p)
+    for button in ("back", "forward"):
+        desktop.act(action="click_mouse", coordinates=p.center, button=button, clickCount=1)
+    desktop.act(action="press_mouse", coordinates=p.center, button="back", press="down")
+    desktop.act(action="press_mouse", button="back", press="up")
+    state = p.wait(lambda s: s["buttons"][-3:] == [8, 9, 8], what="buttons 8, 9 and 8")
+    assert state["buttons"][-3:] == [8, 9, 8]
