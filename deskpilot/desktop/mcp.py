@@ -96,7 +96,7 @@ class DesktopTools:
         if spec is None:
             return error_result(f"unknown tool {params.name!r}; available: {', '.join(TOOLS)}")
         try:
-            body = {**(params.arguments or {}), "action": spec.action}
+            body = {**spec.mcp_defaults, **(params.arguments or {}), "action": spec.action}
             outcome = await self.controller.perform(parse_action(body))
         except DesktopError as exc:
             return error_result(exc.message)  # the HTTP API's message, verbatim
