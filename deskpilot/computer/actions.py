@@ -330,11 +330,14 @@ def parse_action(body: Any) -> Action:
 
 
 def parse_action_json(raw: bytes | bytearray) -> Action:
+    return parse_action(load_json(raw))
+
+
+def load_json(raw: bytes | bytearray) -> Any:
     try:
-        body = orjson.loads(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidAction(f"the request body is not valid JSON ({exc})") from None
-    return parse_action(body)
 
 
 def _unknown_action(name: object) -> str:
