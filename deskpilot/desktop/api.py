@@ -20,7 +20,7 @@ from starlette.responses import Response
 from deskpilot import __version__, logs
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings, SecuritySettings
-from deskpilot.desktop import vnc
+from deskpilot.desktop import compat_bytebot, vnc
 from deskpilot.desktop.body import read_action_body
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.mcp import MCPEndpoint
@@ -180,6 +180,7 @@ def create_app(
     # /health reports every probe by name; the appliance adds e.g. app.state.health_probes["vnc"]
     app.state.health_probes = {"display": controller.display_problem}
     app.include_router(router)
+    app.include_router(compat_bytebot.router)  # Bytebot's wire format, the same controller
     app.openapi = lambda: openapi_with_actions(app)  # type: ignore[method-assign]
     app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (deskpilot/desktop/mcp.py)
     vnc.install(app, settings)  # /vnc live view; keep it after the other routes
