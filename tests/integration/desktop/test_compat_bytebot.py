@@ -10,8 +10,11 @@ import time
 import uuid
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
+from mcp import Client
+from mcp.client.sse import sse_client
 from PIL import Image
 
 from deskpilot.desktop.apps import APPLICATIONS, matches
@@ -165,6 +168,19 @@ def test_input_tracking_is_accepted(desktop: Desktop) -> None:
     for verb, status in (("start", "started"), ("stop", "stopped")):
         r = desktop.http.post(f"{desktop.url}/compat/bytebot/input-tracking/{verb}")  # no body, as it sends
         assert r.status_code == 201 and r.json() == {"status": status}
+
+
+def test_the_mcp_endpoint_answers_under_the_prefix_too(desktop: Desktop) -> None:
+    """Bytebot's Claude Code agent: an SSE MCP server at its desktop's base URL + /mcp."""
+
+    async def session() -> tuple[int, dict]:
+        async with Client(sse_client(f"{desktop.url}/compat/bytebot/mcp")) as client:
+            tools = (await client.list_tools()).tools
+            await client.call_tool("computer_move_mouse", {"coordinates": {"x": 88, "y": 99}})
+            position = await client.call_tool("computer_cursor_position", {})
+        return len(tools), position.structured_content or {}
+
+    assert anyio.run(session) == (16, {"x": 88, "y": 99})
 
 
 def test_the_compat_routes_stay_out_of_the_openapi_document(desktop: Desktop) -> None:

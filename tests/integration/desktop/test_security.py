@@ -42,6 +42,8 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/compat/bytebot/computer-use", {"action": "cursor_position"}),
     ("POST", "/compat/bytebot/input-tracking/start", None),
     ("POST", "/compat/bytebot/input-tracking/stop", None),
+    ("GET", "/compat/bytebot/mcp", None),
+    ("POST", "/compat/bytebot/mcp", PING),
     ("GET", "/mcp", None),
     ("POST", "/mcp", PING),
     ("DELETE", "/mcp", None),
