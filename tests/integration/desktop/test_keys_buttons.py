@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.desktop.conftest import Desktop, focus
+from tests.unit.computer.test_keys_actions import XF86_KEYS
 
 SHIFT, CONTROL, ALT = 1, 4, 8  # X modifier masks (Alt is Mod1)
 
@@ -28,16 +29,7 @@ def test_an_upper_case_letter_in_a_chord_is_the_shortcut_not_shift(desktop: Desk
     assert p.wait(lambda s: s["text"] == "xab", what="typed keys")["text"] == "xab"
 
 
-@pytest.mark.parametrize(
-    ("name", "keysym"),
-    [
-        ("AudioForward", 0x1008FF97),
-        ("AudioRandom", 0x1008FF99),
-        ("AudioRepeat", 0x1008FF98),
-        ("AudioRewind", 0x1008FF3E),
-        ("Fn", 0x100811D0),
-    ],
-)
+@pytest.mark.parametrize(("name", "keysym"), XF86_KEYS)
 def test_bytebots_media_keys_and_fn_reach_the_window(desktop: Desktop, probe, name: str, keysym: int) -> None:
     p = probe()
     focus(desktop, p)
