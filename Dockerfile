@@ -3,7 +3,8 @@
 #   make image             (scripts/build-image.sh: a Docker engine, the base image, extra CA certificates)
 #   DOCKER_BUILDKIT=1 docker build [--secret id=build-ca,src=CA.pem] -t deskpilot .     (the same by hand)
 #   docker run --shm-size=1g -v deskpilot-home:/home/user -v deskpilot-state:/var/lib/deskpilot \
-#     -p 9990-9992:9990-9992 deskpilot
+#     -p 9990-9992:9990-9992 deskpilot      (no DESKPILOT_TOKEN given: one is generated into the state volume;
+#                                             `docker logs` says how to read it)
 # BuildKit builds the two stages side by side: the venv (Python stage) while the desktop's packages install.
 # Extra CA certificates (a TLS-inspecting proxy's) come in as the secret `build-ca` and stay in no layer unless
 # the build argument KEEP_BUILD_CA is set.
@@ -27,8 +28,9 @@ ENV DEBIAN_FRONTEND=noninteractive \
     DESKPILOT_VENV=/opt/deskpilot/.venv
 WORKDIR /opt/deskpilot
 
-# System layer (Debian packages, the desktop user, noVNC): cached until the package list changes. rootfs/
-# comes later (an empty one here, so this layer does not depend on it).
+# System layer (Debian packages, the desktop user, the services' system user `deskpilot` and its 0700 state
+# directory, noVNC): cached until the package list changes. rootfs/ comes later (an empty one here, so this
+# layer does not depend on it).
 COPY scripts/image-dpkg-excludes /etc/dpkg/dpkg.cfg.d/deskpilot-image
 COPY scripts/with-build-ca.sh scripts/install-system.sh scripts/
 RUN --mount=type=secret,id=build-ca mkdir -p rootfs/home \
@@ -52,5 +54,6 @@ VOLUME ["/home/user", "/var/lib/deskpilot"]
 HEALTHCHECK --interval=5s --timeout=30s --start-period=60s --retries=3 \
   CMD ["/opt/deskpilot/scripts/healthcheck.sh"]
 
-# supervisord as PID 1 (via the launcher that sets its defaults); the programs run as `user`.
+# supervisord as PID 1 (via the launcher that sets its defaults); the session and the desktop service run as
+# `user`, the task service and the UI as `deskpilot`, each with only its own variables.
 CMD ["/opt/deskpilot/scripts/appliance.sh"]

@@ -115,6 +115,8 @@ def sequential_boot() -> float:
         "DBUS_SESSION_BUS_ADDRESS": f"unix:path={bus}",
         "NO_AT_BRIDGE": "1",
         "DESKTOP_VNC_PORT": str(vnc),
+        # a database of its own: the appliance's state directory is the system user's alone
+        "DATABASE_URL": f"sqlite+aiosqlite:///{run}/tasks.db",
     }
     venv = ROOT / ".venv" / "bin"
     steps = [
@@ -219,8 +221,8 @@ def main() -> None:
         f"appliance idle memory, {len(rows)} processes, no apps: RSS {rss:.0f} MiB, PSS {pss:.0f} MiB; "
         "target <= 600 MiB"
     )
-    for r, p, name in sorted(rows, reverse=True)[:6]:
-        print(f"  {r:6.1f} MiB RSS {p:6.1f} MiB PSS  {name[:80]}")
+    for r, p, name in sorted(rows, reverse=True):
+        print(f"  {r:6.1f} MiB RSS {p:6.1f} MiB PSS  {name[:110]}")
     print(f"  baseline, Xvfb alone: RSS {xvfb_rss:.0f} MiB; ratio {rss / xvfb_rss:.1f}x (RSS)")
 
 

@@ -79,6 +79,15 @@ class Formatter(logging.Formatter):
         return line
 
 
+class DeniedHandshakeFilter(logging.Filter):
+    """Drops the ERROR uvicorn's websockets-sansio protocol logs after every WebSocket Denial Response (each
+    WebSocket the Guard refuses), although the refusal reached the client as sent: the protocol never marks
+    that handshake complete (https://github.com/Kludex/uvicorn/pull/3138, open as of uvicorn 0.54)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing handshake."
+
+
 def configure(level: str | None = None) -> None:
     """Route every logger (ours and uvicorn's) to one stderr handler with ``Formatter``. Idempotent."""
     root = logging.getLogger()
@@ -92,6 +101,9 @@ def configure(level: str | None = None) -> None:
         log = logging.getLogger(name)
         log.handlers.clear()
         log.propagate = True
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, DeniedHandshakeFilter) for f in uvicorn_errors.filters):
+        uvicorn_errors.addFilter(DeniedHandshakeFilter())
     # chatty libraries: their INFO lines are per request, not events of ours
     for name in ("httpx", "httpcore", "LiteLLM", "litellm", "mcp", "sse_starlette"):
         logging.getLogger(name).setLevel(logging.WARNING)

@@ -3,14 +3,21 @@
 # One entry point for `make run`, the Dockerfile's CMD, the e2e tests and bench/startup.py, so all four start
 # the same thing. Every setting is an environment variable with a default (docs/operations.md).
 #
-# The user/permissions trap: the desktop session (Xfce, x11vnc) always runs as the desktop user; the three
-# services (and Xvfb) run as that user too, so it must be able to read the code and execute the venv. That
-# holds in the image (/opt/deskpilot) and for any checkout under /opt, /srv, /work or a 0755 home. A checkout
-# under /root (0700) is not readable by it: then the services and Xvfb run as root (Xvfb must attach the
-# desktop service's MIT-SHM segments), and this script says so on stderr. It checks by importing the package
-# as that user, not by guessing from file modes.
+# Who runs what. The desktop session (Xfce, x11vnc, the applications) runs as the desktop user, and so do the
+# desktop service (it drives X) and Xvfb (it must attach the service's MIT-SHM segments). The task service,
+# with the agent loop, its provider keys and its database, and the UI, which holds the token, run as a system
+# user of their own (DESKPILOT_AGENT_USER): nothing the desktop user runs can read their environment, memory or
+# state directory. Each must read the code and execute the venv; this script checks that by importing the
+# package as that user, not by guessing from file modes. A checkout under /root (0700) fails the check: then
+# that user's services run as root (the session stays the desktop user's), and this script says so on stderr.
+#
+# Each program gets only its own variables. supervisord starts with the session's variables and the settings
+# supervisord.conf names, nothing else; each service gets its whole environment from a file written here into
+# the run directory, readable only by the user it runs as (with-env.sh). The token reaches the task service
+# and the UI; the desktop service gets its SHA-256 digest; the session and its applications get neither.
 #   scripts/appliance.sh                 start (exec supervisord)
-#   scripts/appliance.sh --print-config  print the resolved settings and who would run the programs, then exit
+#   scripts/appliance.sh --print-config  print the resolved settings, who would run the programs and where the
+#                                        token would come from (no secret), then exit
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -21,6 +28,7 @@ export AGENT_PORT=${AGENT_PORT:-9991}
 export UI_PORT=${UI_PORT:-9992}
 export DESKTOP_VNC_PORT=${DESKTOP_VNC_PORT:-5900}
 export DESKPILOT_USER=${DESKPILOT_USER:-user}
+export DESKPILOT_AGENT_USER=${DESKPILOT_AGENT_USER:-deskpilot}
 export DESKPILOT_STATE_DIR=${DESKPILOT_STATE_DIR:-/var/lib/deskpilot}
 export DESKPILOT_RUN_DIR=${DESKPILOT_RUN_DIR:-/run/deskpilot}
 export DESKPILOT_VENV=${DESKPILOT_VENV:-$here/.venv}
@@ -28,41 +36,96 @@ export DESKPILOT_VENV=${DESKPILOT_VENV:-$here/.venv}
 export AGENT_DATABASE_URL=${AGENT_DATABASE_URL:-sqlite+aiosqlite:///$DESKPILOT_STATE_DIR/agent.db}
 
 log() { echo "deskpilot: $*" >&2; }
-
-if ! getent passwd "$DESKPILOT_USER" >/dev/null; then
-  log "the desktop user '$DESKPILOT_USER' does not exist: run scripts/install-system.sh (or make system) first"
+fail() {
+  log "$*"
   exit 1
-fi
+}
+
+for u in "$DESKPILOT_USER" "$DESKPILOT_AGENT_USER"; do
+  getent passwd "$u" >/dev/null \
+    || fail "the user '$u' does not exist: run scripts/install-system.sh (or make system) first"
+done
 export DESKPILOT_HOME=${DESKPILOT_HOME:-$(getent passwd "$DESKPILOT_USER" | cut -d: -f6)}
+[[ $(id -u) -eq 0 ]] || fail "run me as root (sudo make run): supervisord starts each program as its own user"
 
-# Who runs the services. supervisord can only switch users when it runs as root.
-if [[ $(id -u) -ne 0 ]]; then
-  log "run me as root (sudo make run): supervisord starts the programs as '$DESKPILOT_USER' itself"
-  exit 1
-elif (cd / && runuser -u "$DESKPILOT_USER" -- "$DESKPILOT_VENV/bin/python" -c 'import deskpilot' 2>/dev/null) \
-  && runuser -u "$DESKPILOT_USER" -- test -r "$here/deskpilot/__init__.py"; then
-  export DESKPILOT_SERVICE_USER=$DESKPILOT_USER
-else
-  export DESKPILOT_SERVICE_USER=root
-  log "WARNING: user '$DESKPILOT_USER' cannot read $here or execute $DESKPILOT_VENV (a parent directory is"
-  log "WARNING: not accessible to it, e.g. a checkout under /root). The services and Xvfb run as ROOT."
-  log "WARNING: To run them as '$DESKPILOT_USER', clone the repository where it can read it (/opt, /srv, ...)."
+# The user a service runs as: $1, or root when $1 cannot import the package from this checkout.
+runs_as() {
+  if (cd / && runuser -u "$1" -- "$DESKPILOT_VENV/bin/python" -c 'import deskpilot' 2>/dev/null) \
+    && runuser -u "$1" -- test -r "$here/deskpilot/__init__.py"; then
+    echo "$1"
+  else
+    echo root
+  fi
+}
+DESKPILOT_DESKTOP_RUNS_AS=$(runs_as "$DESKPILOT_USER")
+DESKPILOT_AGENT_RUNS_AS=$(runs_as "$DESKPILOT_AGENT_USER")
+who='' what=''
+if [[ $DESKPILOT_USER != root && $DESKPILOT_DESKTOP_RUNS_AS == root ]]; then
+  who="'$DESKPILOT_USER'" what="the desktop service and Xvfb"
 fi
+if [[ $DESKPILOT_AGENT_USER != root && $DESKPILOT_AGENT_RUNS_AS == root ]]; then
+  who="${who:+$who and }'$DESKPILOT_AGENT_USER'" what="${what:+$what, }the task service and the UI"
+fi
+if [[ -n $who ]]; then
+  log "WARNING: $who cannot read $here or execute $DESKPILOT_VENV (a parent directory is not accessible,"
+  log "WARNING: e.g. a checkout under /root): $what run as ROOT (the session still runs as '$DESKPILOT_USER')."
+  log "WARNING: To run them as $who, clone the repository where they can read it (/opt, /srv, ...)."
+fi
+
+# The token: given, generated (when the services listen beyond loopback), none (loopback only) or off.
+token_file=$DESKPILOT_STATE_DIR/token
+case ${DESKPILOT_AUTH:-on} in
+  off) token_source="off" ;;
+  on)
+    if [[ -n ${DESKPILOT_TOKEN:-} ]]; then
+      token_source="environment"
+    elif [[ -n ${DESKPILOT_TOKEN_SHA256:-} ]]; then
+      fail "DESKPILOT_TOKEN_SHA256 alone is for a desktop service run on its own:" \
+        "the appliance needs DESKPILOT_TOKEN (its UI signs sessions with it)"
+    else
+      case $DESKPILOT_HOST in
+        127.0.0.1 | localhost | ::1 | '[::1]') token_source="none" ;;
+        *) token_source="file" ;;
+      esac
+    fi
+    ;;
+  *) fail "DESKPILOT_AUTH must be on or off, not '$DESKPILOT_AUTH'" ;;
+esac
+case $token_source in
+  off)
+    log "WARNING: DESKPILOT_AUTH=off: no service requires a token;" \
+      "whoever reaches the ports on $DESKPILOT_HOST can use the desktop"
+    ;;
+  none) log "no token: anyone on this machine can use the desktop; set DESKPILOT_TOKEN to require one" ;;
+esac
 
 if [[ ${1:-} == --print-config ]]; then
-  env | grep -E '^(DESKPILOT_|DESKTOP_PORT|DESKTOP_VNC_PORT|AGENT_PORT|AGENT_DATABASE_URL|UI_PORT)' | sort
+  for name in DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_AGENT_USER DESKPILOT_HOME \
+    DESKPILOT_STATE_DIR DESKPILOT_RUN_DIR DESKPILOT_VENV DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_AGENT_RUNS_AS \
+    DESKTOP_PORT DESKTOP_VNC_PORT AGENT_PORT UI_PORT AGENT_DATABASE_URL; do
+    echo "$name=${!name}"
+  done | sed -E 's#(://[^/:@]+:)[^/@]*@#\1***@#' # a database URL's password
+  echo "DESKPILOT_TOKEN_SOURCE=$token_source"
   exit 0
 fi
 
-# Directories: the session's (bus socket, TMPDIR) belong to the desktop user, the state (agent database) to the
-# services' user, the supervisor socket stays root's. with-x.sh is copied next to it, so the session can run it
-# even from a checkout it cannot read. /tmp/.X11-unix may be missing in a fresh container.
+# ------------------------------------------------------------------------------------------------ directories
+# The session's (bus socket, TMPDIR) belong to the desktop user, the state (database, token) to the task
+# service's user alone (0700); the run directory, with the supervisor socket, the X authority and the services'
+# environment files, is root's (each file its reader's). The wrappers are copied there, so their users can run
+# them even from a checkout they cannot read. /tmp/.X11-unix may be missing in a fresh container.
 desktop_user=(-o "$DESKPILOT_USER" -g "$(id -gn "$DESKPILOT_USER")")
+agent_group=$(id -gn "$DESKPILOT_AGENT_RUNS_AS")
 install -d -m 1777 /tmp/.X11-unix
 install -d -m 0755 "$DESKPILOT_RUN_DIR"
-install -m 0755 "$here/scripts/with-x.sh" "$DESKPILOT_RUN_DIR/with-x.sh"
+install -d -m 0711 "$DESKPILOT_RUN_DIR/env"
+install -m 0755 "$here/scripts/with-x.sh" "$here/scripts/with-env.sh" "$DESKPILOT_RUN_DIR/"
 install -d -m 0700 "${desktop_user[@]}" "$DESKPILOT_RUN_DIR/session" "$DESKPILOT_RUN_DIR/session/tmp"
-install -d -m 0755 -o "$DESKPILOT_SERVICE_USER" -g "$(id -gn "$DESKPILOT_SERVICE_USER")" "$DESKPILOT_STATE_DIR"
+install -d -m 0700 -o "$DESKPILOT_AGENT_RUNS_AS" -g "$agent_group" "$DESKPILOT_STATE_DIR"
+# A state volume of an earlier layout (everything the desktop user's) or of another image (another uid): the
+# task service's user takes over what is neither root's nor its own (-h: a link itself, never its target).
+find "$DESKPILOT_STATE_DIR" -xdev ! -user root ! -user "$DESKPILOT_AGENT_RUNS_AS" \
+  -exec chown -h "$DESKPILOT_AGENT_RUNS_AS:$agent_group" {} +
 
 # The home layout, also on a fresh volume (Kubernetes does not copy the image's /home/user into one).
 for d in "" Desktop Documents Downloads; do
@@ -79,7 +142,123 @@ while read -r f mode; do
   install -m "$mode" "${desktop_user[@]}" "$skel/$f" "$DESKPILOT_HOME/$f"
 done < <(cd "$skel" && find . -type f -printf '%P %m\n')
 
+# ------------------------------------------------------------------------------------------------ secrets
+# Commands as the task service's user: the token file is read and written with its rights, so a link planted
+# in the state directory cannot point this script (root) at another file.
+as_agent() {
+  if [[ $DESKPILOT_AGENT_RUNS_AS == root ]]; then "$@"; else runuser -u "$DESKPILOT_AGENT_RUNS_AS" -- "$@"; fi
+}
+token=
+case $token_source in
+  environment)
+    token=$DESKPILOT_TOKEN
+    log "every service requires the token given in DESKPILOT_TOKEN"
+    ;;
+  file)
+    read_it="read it with: cat $token_file (as root; in a container: docker exec <container> cat $token_file)"
+    if as_agent test -s "$token_file"; then
+      log "every service requires the token kept in $token_file (generated at the first start); $read_it"
+    else
+      # 32 random bytes, URL-safe base64 (43 characters), through pipes only (never on a command line)
+      # shellcheck disable=SC2016 # $1 is sh's own argument
+      head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=' \
+        | as_agent sh -c 'umask 077 && cat >"$1.new" && mv -f "$1.new" "$1"' sh "$token_file"
+      log "no DESKPILOT_TOKEN given and the services listen on $DESKPILOT_HOST: generated one into $token_file"
+      log "(mode 0600, used again at every start; delete it and restart for a new one); $read_it"
+    fi
+    token=$(as_agent cat -- "$token_file") || fail "cannot read the token file $token_file"
+    ;;
+esac
+[[ -z $token || $token != *[![:graph:]]* ]] || fail "the token may not contain spaces or control characters"
+token_sha256=
+[[ -z $token ]] || token_sha256=$(printf %s "$token" | sha256sum | cut -d' ' -f1)
+
+# The X authority: a new MIT-MAGIC-COOKIE at every start, readable by the desktop user (its session, the
+# desktop service, Xvfb) alone, in root's run directory (the user cannot swap it for a link). The cookie goes
+# to xauth through a pipe: a command line is visible to everyone.
+xauthority=$DESKPILOT_RUN_DIR/Xauthority
+rm -f "$xauthority"
+cookie=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
+printf 'add %s . %s\n' "$DESKPILOT_DISPLAY" "$cookie" \
+  | (umask 077 && : >"$xauthority" && xauth -q -f "$xauthority" source -)
+chown "$DESKPILOT_USER:$(id -gn "$DESKPILOT_USER")" "$xauthority"
+
+# ------------------------------------------------------------------------------------------------ environments
+# What every program of the session sees (and the applications started from it), without a secret.
+session_env=(
+  "HOME=$DESKPILOT_HOME" "USER=$DESKPILOT_USER" "LOGNAME=$DESKPILOT_USER" "DISPLAY=$DESKPILOT_DISPLAY"
+  "XAUTHORITY=$xauthority" "XDG_RUNTIME_DIR=$DESKPILOT_RUN_DIR/session" "NO_AT_BRIDGE=1"
+  "DBUS_SESSION_BUS_ADDRESS=unix:path=$DESKPILOT_RUN_DIR/session/bus"
+  # a private TMPDIR: single-instance apps (KeePassXC) lock there, so a second appliance gets its own
+  "TMPDIR=$DESKPILOT_RUN_DIR/session/tmp"
+)
+
+# NAME=VALUE of each exported variable whose name matches the extended regular expression $1, case-insensitively
+# (as the services' settings read them), into the array named $2.
+shopt -s nocasematch
+take() {
+  local -n into=$2
+  local name
+  while read -r name; do
+    [[ $name =~ ^($1)$ ]] && into+=("$name=${!name}")
+  done < <(compgen -e)
+  return 0
+}
+base=()
+take 'PATH|LANG|LANGUAGE|LC_[A-Z_]+|TZ|PYTHONUNBUFFERED' base
+common=("${base[@]}")
+take 'DESKPILOT_LOG_(FORMAT|LEVEL)' common
+common+=("DESKPILOT_AUTH=${DESKPILOT_AUTH:-on}" "DESKPILOT_ALLOWED_ORIGINS=${DESKPILOT_ALLOWED_ORIGINS:-}"
+  "DESKPILOT_ALLOWED_HOSTS=${DESKPILOT_ALLOWED_HOSTS:-${DESKTOP_MCP_ALLOWED_HOSTS:-}}")
+# A service's own user and home: the task service and the UI keep theirs in the state directory.
+agent_home=("HOME=$DESKPILOT_STATE_DIR" "USER=$DESKPILOT_AGENT_RUNS_AS" "LOGNAME=$DESKPILOT_AGENT_RUNS_AS")
+
+desktop_env=("${common[@]}")
+take 'DESKTOP_[A-Z0-9_]+' desktop_env
+desktop_env+=("${session_env[@]}" "DESKTOP_DISPLAY=$DESKPILOT_DISPLAY" "DESKTOP_PORT=$DESKTOP_PORT"
+  "DESKTOP_VNC_PORT=$DESKTOP_VNC_PORT" "DESKTOP_DISPLAY_OWNER=$DESKPILOT_DESKTOP_RUNS_AS"
+  "DESKTOP_HOME=$DESKPILOT_HOME" "DESKTOP_FILES_DIR=$DESKPILOT_HOME/Desktop")
+[[ -z $token_sha256 ]] || desktop_env+=("DESKPILOT_TOKEN_SHA256=$token_sha256")
+
+# The task service and the agent loop: their settings, the providers' variables (deskpilot/config.py's
+# PROVIDERS), LiteLLM's, and how to reach the internet (proxies, CA certificates).
+agent_env=("${common[@]}")
+take 'AGENT_[A-Z0-9_]+|DATABASE_URL|LITELLM_[A-Z0-9_]+' agent_env
+take '(ANTHROPIC|OPENAI|GEMINI|OPENROUTER)_(API_KEY|MODEL)' agent_env
+take '(HTTPS?|NO|ALL)_PROXY|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE' agent_env
+agent_env+=("${agent_home[@]}" "AGENT_PORT=$AGENT_PORT" "AGENT_DATABASE_URL=$AGENT_DATABASE_URL"
+  "AGENT_DESKTOP_URL=http://127.0.0.1:$DESKTOP_PORT" "AGENT_DESKTOP_FILES_DIR=$DESKPILOT_HOME/Desktop")
+[[ -z $token ]] || agent_env+=("DESKPILOT_TOKEN=$token")
+
+ui_env=("${common[@]}")
+take 'UI_[A-Z0-9_]+' ui_env
+ui_env+=("${agent_home[@]}" "UI_PORT=$UI_PORT" "UI_DESKTOP_URL=http://127.0.0.1:$DESKTOP_PORT"
+  "UI_AGENT_URL=http://127.0.0.1:$AGENT_PORT")
+[[ -z $token ]] || ui_env+=("DESKPILOT_TOKEN=$token")
+shopt -u nocasematch
+
+# write_env PROGRAM OWNER NAME=VALUE...: the program's whole environment (bash-quoted, for with-env.sh), 0600.
+# printf is a builtin: no value passes through a command line.
+write_env() {
+  local file=$DESKPILOT_RUN_DIR/env/$1 owner=$2 tmp kv
+  shift 2
+  tmp=$(mktemp "$file.XXXXXX")
+  for kv in "$@"; do printf 'export %s=%q\n' "${kv%%=*}" "${kv#*=}"; done >"$tmp"
+  chown "$owner:$(id -gn "$owner")" "$tmp"
+  mv -f "$tmp" "$file"
+}
+write_env desktop-api "$DESKPILOT_DESKTOP_RUNS_AS" "${desktop_env[@]}"
+write_env agent-api "$DESKPILOT_AGENT_RUNS_AS" "${agent_env[@]}"
+write_env ui "$DESKPILOT_AGENT_RUNS_AS" "${ui_env[@]}"
+
 log "display $DESKPILOT_DISPLAY, desktop :$DESKTOP_PORT (live view /vnc), agent :$AGENT_PORT," \
-  "UI :$UI_PORT on $DESKPILOT_HOST; session runs as $DESKPILOT_USER, services as $DESKPILOT_SERVICE_USER," \
-  "home $DESKPILOT_HOME"
-exec "$DESKPILOT_VENV/bin/supervisord" -c "$here/supervisord.conf"
+  "UI :$UI_PORT on $DESKPILOT_HOST; session runs as $DESKPILOT_USER, desktop service as" \
+  "$DESKPILOT_DESKTOP_RUNS_AS, task service and UI as $DESKPILOT_AGENT_RUNS_AS, home $DESKPILOT_HOME"
+# supervisord's whole environment: the session's, and the settings supervisord.conf reads.
+conf_env=()
+for name in DESKPILOT_RUN_DIR DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_VENV \
+  DESKPILOT_STATE_DIR DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_AGENT_RUNS_AS DESKTOP_PORT AGENT_PORT UI_PORT DESKTOP_VNC_PORT; do
+  conf_env+=("$name=${!name}")
+done
+exec env -i "${base[@]}" "${session_env[@]}" "${conf_env[@]}" \
+  "DESKPILOT_XVFB_USER=$DESKPILOT_DESKTOP_RUNS_AS" "$DESKPILOT_VENV/bin/supervisord" -c "$here/supervisord.conf"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# System layer of the appliance: Debian packages, the desktop user, noVNC's static files.
+# System layer of the appliance: Debian packages, the desktop user, the services' system user, noVNC's static
+# files.
 # Shared by the Makefile (native `make run` / `make test`) and the Dockerfile, so the two cannot drift.
 # Idempotent and quick when everything is present: apt runs only for what is missing.
 #   scripts/install-system.sh          runtime packages (what the image needs)
@@ -9,6 +10,7 @@
 set -euo pipefail
 
 DESKTOP_USER=${DESKTOP_USER:-user}
+AGENT_USER=${DESKPILOT_AGENT_USER:-deskpilot}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 runtime_packages=(
@@ -73,6 +75,15 @@ if ! id -u "$DESKTOP_USER" >/dev/null 2>&1; then
 fi
 home=$(getent passwd "$DESKTOP_USER" | cut -d: -f6)
 as_root install -d -o "$DESKTOP_USER" -g "$DESKTOP_USER" "$home" "$home/Desktop" "$home/Documents" "$home/Downloads"
+
+# The system user of the task service (the agent, its provider keys, its database) and the UI (the token): no
+# login, no home of its own but the state directory, which only it may enter. Nothing the desktop user runs can
+# read its environment, its memory or its files.
+if ! id -u "$AGENT_USER" >/dev/null 2>&1; then
+  as_root useradd --system --user-group --home-dir /var/lib/deskpilot --no-create-home \
+    --shell /usr/sbin/nologin "$AGENT_USER"
+fi
+as_root install -d -m 0700 -o "$AGENT_USER" -g "$(id -gn "$AGENT_USER")" /var/lib/deskpilot
 
 # rootfs/: the files the appliance adds to the system (browser and mail policies, ...), laid out as they land.
 # rootfs/home/user is the desktop user's skeleton: scripts/appliance.sh applies it on every start, into whichever

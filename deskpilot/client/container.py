@@ -2,9 +2,10 @@
 
 The engine ``scripts/docker-engine.sh`` starts has no bridge (it leaves the host's network alone), so the
 container shares the host's network: the appliance inside listens on free host ports (DESKTOP_PORT,
-AGENT_PORT, UI_PORT, DESKTOP_VNC_PORT) on loopback, and its display number is one no X server of the host
-uses (X's abstract socket lives in the network namespace too): 500-999, above the numbers native sandboxes
-and the test suite take. ``--rm`` with the image's anonymous volumes: stopping it leaves nothing behind.
+AGENT_PORT, UI_PORT, DESKTOP_VNC_PORT), on loopback unless told otherwise, and its display number is one no X
+server of the host uses (the appliance's Xvfb opens no abstract socket, but other X servers of the host do):
+500-999, above the numbers native sandboxes and the test suite take. ``--rm`` with the image's anonymous
+volumes: stopping it leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -68,8 +69,15 @@ class ImageAppliance(Endpoints):
     agent_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
     vnc_port: int = field(default_factory=free_port)
-    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    # DESKPILOT_TOKEN; None: none given, so an appliance listening beyond loopback generates one
+    token: str | None = field(default_factory=lambda: secrets.token_urlsafe(32))
+    # the host's loopback only by default: the host's network is shared; "0.0.0.0" as the image ships
+    host: str = "127.0.0.1"
     started_at: float = 0.0
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def options(self) -> list[str]:
         """``docker run``'s options beyond the network and the settings: removed when it stops."""
@@ -80,12 +88,12 @@ class ImageAppliance(Endpoints):
         settings = {
             **self.env,
             "DESKPILOT_DISPLAY": self.display,
-            "DESKPILOT_HOST": "127.0.0.1",  # the host's loopback only: the host's network is shared
+            "DESKPILOT_HOST": self.host,
             "DESKTOP_PORT": str(self.desktop_port),
             "AGENT_PORT": str(self.agent_port),
             "UI_PORT": str(self.ui_port),
             "DESKTOP_VNC_PORT": str(self.vnc_port),
-            "DESKPILOT_TOKEN": self.token,
+            **({"DESKPILOT_TOKEN": self.token} if self.token else {}),
         }
         env = [arg for k, v in settings.items() for arg in ("-e", f"{k}={v}")]
         self.started_at = time.monotonic()

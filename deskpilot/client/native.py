@@ -135,6 +135,18 @@ class NativeAppliance(Endpoints):
         return self.base / "appliance.log"
 
     @property
+    def state_dir(self) -> Path:
+        return self.base / "state"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.base / "run"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    @property
     def env(self) -> dict[str, str]:
         env = {
             **os.environ,
@@ -146,8 +158,8 @@ class NativeAppliance(Endpoints):
             "UI_PORT": str(self.ui_port),
             "DESKTOP_VNC_PORT": str(self.vnc_port),
             "DESKPILOT_HOME": str(self.home),
-            "DESKPILOT_STATE_DIR": str(self.base / "state"),
-            "DESKPILOT_RUN_DIR": str(self.base / "run"),
+            "DESKPILOT_STATE_DIR": str(self.state_dir),
+            "DESKPILOT_RUN_DIR": str(self.run_dir),
             "DESKPILOT_VENV": str(self.venv or default_venv(self.checkout)),
         }
         env.pop("DESKPILOT_TOKEN", None)

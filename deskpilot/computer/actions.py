@@ -31,7 +31,8 @@ SCREEN_WIDTH, SCREEN_HEIGHT = SCREEN.width, SCREEN.height
 MAX_CLICKS, MAX_SCROLLS, MAX_WAIT_MS, MAX_TEXT = 10, 100, 300_000, 100_000
 MAX_KEYS, MAX_PATH_POINTS = 100, 10_000
 
-Button = Literal["left", "right", "middle"]
+# back and forward (X buttons 8 and 9) are our extension of the spec's three buttons
+Button = Literal["left", "right", "middle", "back", "forward"]
 Press = Literal["up", "down"]
 ScrollDirection = Literal["up", "down", "left", "right"]
 ImageFormat = Literal["png", "jpeg", "webp"]
@@ -330,11 +331,14 @@ def parse_action(body: Any) -> Action:
 
 
 def parse_action_json(raw: bytes | bytearray) -> Action:
+    return parse_action(load_json(raw))
+
+
+def load_json(raw: bytes | bytearray) -> Any:
     try:
-        body = orjson.loads(raw)
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidAction(f"the request body is not valid JSON ({exc})") from None
-    return parse_action(body)
 
 
 def _unknown_action(name: object) -> str:

@@ -1,8 +1,10 @@
 """Key names as clients send them -> X keysyms, with no X connection and no python-xlib.
 
 Accepted, case-insensitively: the common aliases (``ctrl``, ``esc``, ``pgup``, ``arrowup``, ``win`` ...),
-nut-js names (``LeftControl``, ``Num1``, ``NumPad5``), X keysym names (``Return``, ``Page_Up``, ``KP_5``)
-and any single character. Unknown names raise ``ValueError`` with the closest valid names.
+nut-js names (``LeftControl``, ``Num1``, ``NumPad5``, ``AudioRewind``), X keysym names (``Return``,
+``Page_Up``, ``KP_5``) and any single character. A single letter names its key, whatever its case: ``C`` is
+the C key, so ``["ctrl", "C"]`` is ctrl+c and Shift is pressed only when named (``type_text`` is what types
+characters). Unknown names raise ``ValueError`` with the closest valid names.
 """
 
 from __future__ import annotations
@@ -45,11 +47,20 @@ _ALIASES: dict[str, str] = {
     "audiomute": "XF86_AudioMute", "audiovoldown": "XF86_AudioLowerVolume",
     "audiovolup": "XF86_AudioRaiseVolume", "audioplay": "XF86_AudioPlay", "audiostop": "XF86_AudioStop",
     "audiopause": "XF86_AudioPause", "audioprev": "XF86_AudioPrev", "audionext": "XF86_AudioNext",
+    "audioforward": "XF86_AudioForward", "audiorewind": "XF86_AudioRewind", "audiorepeat": "XF86_AudioRepeat",
+    "audiorandom": "XF86_AudioRandomPlay", "audiorandomplay": "XF86_AudioRandomPlay",
+    "audiolowervolume": "XF86_AudioLowerVolume", "audioraisevolume": "XF86_AudioRaiseVolume",
+    "numpadequal": "KP_Equal", "fn": "XF86_Fn",
 }
 # fmt: on
 _ALIASES.update({f"f{n}": f"F{n}" for n in range(1, 25)})
 _ALIASES.update({f"num{n}": str(n) for n in range(10)})
 _ALIASES.update({f"numpad{n}": f"KP_{n}" for n in range(10)})
+
+# Keysyms X defines (xorgproto's XF86keysym.h) that python-xlib, which keysyms.txt is generated from, lacks.
+# XF86Fn (0x10081000 + the evdev code of KEY_FN, 0x1d0) is what X gives the Fn key; most keyboards handle Fn
+# themselves and never send it.
+_EXTRA_KEYSYMS: dict[str, int] = {"XF86_Fn": 0x100811D0}
 
 # type_text control characters -> keysym names; other control characters cannot be typed
 CONTROL_CHARS: dict[str, str] = {
@@ -89,6 +100,8 @@ def _keysym_table() -> dict[str, int]:
     table: dict[str, int] = {}
     for name, sym in sorted(keysym_names().items(), key=lambda kv: kv[0].islower()):
         table[name.lower()] = sym
+    for name, sym in _EXTRA_KEYSYMS.items():
+        table.setdefault(name.lower(), sym)
     return table
 
 
@@ -101,7 +114,8 @@ def resolve(name: str) -> int:
     if len(name) == 1:
         if not is_typeable(name):
             raise ValueError(f"key {name!r} is a control character; use a key name such as 'enter' or 'tab'")
-        return char_keysym(name)
+        lower = name.lower()  # a letter names its key: "C" is c, Shift only when named
+        return char_keysym(lower if len(lower) == 1 else name)
     table = _keysym_table()
     norm = _normalise(name)
     alias = _ALIASES.get(norm) or _ALIASES.get(norm.replace("_", ""))

@@ -24,13 +24,18 @@ PREFIX = "computer_"
 # its write_file may replace a file (a model's always may, as the API's default has it).
 CLIENT_FIELDS = frozenset({"scale", "width", "format", "quality", "overwrite"})
 
+# Argument defaults of the MCP tools where the HTTP API has a required field: Bytebot's MCP tools wait 500 ms
+# when not told, and clients written for them call computer_wait without a duration.
+MCP_DEFAULTS: dict[str, dict[str, Any]] = {"wait": {"duration": 500}}
+
 # Actions after which the screen may change, so a client acting on what it sees should look again.
 CHANGES_SCREEN = frozenset(ACTION_MODELS) - {"screenshot", "cursor_position", "read_file", "write_file"}
 
 KEY_NAMES = (
     "Key names are case-insensitive: ctrl, shift, alt, super, enter, esc, tab, space, backspace, delete, "
     "up, down, left, right, home, end, pgup, pgdn, insert, f1-f24, printscreen, any single character, "
-    "or an X keysym name such as Page_Up or KP_5."
+    "or an X keysym name such as Page_Up or KP_5. A letter is its key in either case (C is the c key): "
+    "name shift to get Shift."
 )
 APPLICATIONS = "terminal, browser, code_editor, directory, email_client, password_manager, desktop"
 # What the action models' docstrings cannot say: when to prefer which tool.
@@ -74,11 +79,19 @@ class ToolSpec:
             return self.description
         return f"{self.description} {coordinates_note(space, noun)}"
 
+    @property
+    def mcp_defaults(self) -> dict[str, Any]:
+        return MCP_DEFAULTS.get(self.action, {})
+
     def mcp_schema(self) -> dict[str, Any]:
-        """The input schema for MCP: the action model's, without the ``action`` discriminator."""
+        """The input schema for MCP: the action model's, without the ``action`` discriminator, with the
+        ``MCP_DEFAULTS`` of the tool (no longer required)."""
         schema = self.model.model_json_schema()
         schema["properties"].pop("action", None)
-        _set_required(schema, [f for f in schema.get("required", []) if f != "action"])
+        for name, value in self.mcp_defaults.items():
+            schema["properties"][name]["default"] = value
+        optional = {"action", *self.mcp_defaults}
+        _set_required(schema, [f for f in schema.get("required", []) if f not in optional])
         schema.pop("title", None)
         schema.pop("description", None)
         return schema

@@ -21,11 +21,11 @@ from starlette.responses import Response
 from deskpilot import __version__, logs
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings, SecuritySettings
-from deskpilot.desktop import vnc
+from deskpilot.desktop import compat_bytebot, vnc
+from deskpilot.desktop.body import read_action_body
 from deskpilot.desktop.controller import DesktopController
-from deskpilot.desktop.files import max_request_bytes
 from deskpilot.desktop.mcp import MCPEndpoint
-from deskpilot.errors import DesktopError, TooLarge, desktop_error_body, desktop_error_headers
+from deskpilot.errors import DesktopError, desktop_error_body, desktop_error_headers
 from deskpilot.security import Guard, policy_for
 from deskpilot.web import json_response
 
@@ -82,34 +82,9 @@ router = APIRouter()
     },
 )
 async def computer_use(request: Request) -> Response:
-    limit = max_request_bytes(request.app.state.controller.settings.max_file_bytes)
-    action = actions.parse_action_json(await read_body(request, limit))
+    action = actions.parse_action_json(await read_action_body(request))
     outcome = await request.app.state.controller.perform(action)
     return Response(outcome.to_json(), media_type="application/json")
-
-
-async def read_body(request: Request, limit: int) -> bytearray:
-    """The request body, refused with 413 as soon as it is known to pass ``limit`` bytes: from its
-    Content-Length before reading any of it, else while its chunks arrive, so no more than ``limit``
-    bytes of a body are ever held."""
-    length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
-        raise body_too_large(limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise body_too_large(limit)
-    return body
-
-
-def body_too_large(limit: int) -> TooLarge:
-    # only a write_file body can be this large: answer as write_file fails, with `message` too
-    return TooLarge(
-        f"the request body is larger than {limit} bytes, the most a write_file of a file at the limit "
-        "(DESKTOP_MAX_FILE_BYTES) needs",
-        file_action=True,
-    )
 
 
 @router.post(
@@ -225,6 +200,7 @@ def create_app(
     # /health reports every probe by name; the appliance adds e.g. app.state.health_probes["vnc"]
     app.state.health_probes = {"display": controller.display_problem}
     app.include_router(router)
+    app.include_router(compat_bytebot.router)  # Bytebot's wire format, the same controller
     app.openapi = lambda: openapi_with_actions(app)  # type: ignore[method-assign]
     app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (deskpilot/desktop/mcp.py)
     vnc.install(app, settings)  # /vnc live view; keep it after the other routes

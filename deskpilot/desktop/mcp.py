@@ -8,6 +8,8 @@ Transports, both on ``/mcp`` so a client configured as ``{type: "sse", url: "...
 
 - SSE: ``GET /mcp`` opens the event stream, messages are POSTed to ``/mcp/messages/?session_id=...``;
 - streamable HTTP: ``POST /mcp`` (and ``GET``/``DELETE`` with an ``Mcp-Session-Id`` header).
+
+``/compat/bytebot/mcp`` is the same endpoint, for clients given Bytebot's desktop base URL.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from deskpilot.computer.geometry import SCREEN
 from deskpilot.computer.tools import PREFIX, TOOLS, ToolSpec
 from deskpilot.config import SecuritySettings
 from deskpilot.desktop import mcp_fastpath
+from deskpilot.desktop.compat_bytebot import PREFIX as BYTEBOT_PREFIX
 from deskpilot.desktop.controller import DesktopController, Outcome
 from deskpilot.desktop.files import max_request_bytes
 from deskpilot.errors import DesktopError
@@ -56,6 +59,7 @@ INSTRUCTIONS = (
     f"{PREFIX}read_file. Coordinates are screen pixels, origin at the top-left corner."
 )
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+BYTEBOT_MCP = f"{BYTEBOT_PREFIX}/mcp"
 
 
 class DesktopTools:
@@ -96,7 +100,7 @@ class DesktopTools:
         if spec is None:
             return error_result(f"unknown tool {params.name!r}; available: {', '.join(TOOLS)}")
         try:
-            body = {**(params.arguments or {}), "action": spec.action}
+            body = {**spec.mcp_defaults, **(params.arguments or {}), "action": spec.action}
             outcome = await self.controller.perform(parse_action(body))
         except DesktopError as exc:
             return error_result(exc.message)  # the HTTP API's message, verbatim
@@ -177,9 +181,14 @@ class MCPEndpoint:
 
     @property
     def routes(self) -> list[BaseRoute]:
-        # `self` is an ASGI callable (not a function), so Starlette hands it the raw scope.
+        # `self` is an ASGI callable (not a function), so Starlette hands it the raw scope. Bytebot's Claude
+        # Code agent looks for the tools at its desktop's base URL + /mcp: the same endpoint under its prefix
+        # (the SSE stream names /mcp/messages/ for the messages, which resolves the same from either path).
         return [
-            Route("/mcp", endpoint=self, methods=["GET", "POST", "DELETE"]),
+            *(
+                Route(path, endpoint=self, methods=["GET", "POST", "DELETE"])
+                for path in ("/mcp", BYTEBOT_MCP)
+            ),
             Mount("/mcp/messages/", app=self._sse.handle_post_message),
         ]
 

@@ -90,10 +90,14 @@ class WindowActions:
                 "LANG": os.environ.get("LANG", "C.UTF-8"),
                 "NO_AT_BRIDGE": "1",
             }
+            if "XAUTHORITY" in os.environ:  # the display's cookie (the appliance's is the desktop user's)
+                env["XAUTHORITY"] = os.environ["XAUTHORITY"]
             creds = {"user": user.uid, "group": user.gid, "extra_groups": []}
             cwd = user.home
-        else:  # as ourselves, in our own environment (the appliance gives it the desktop user's HOME)
-            env = {**os.environ, "DISPLAY": self.settings.display, "NO_AT_BRIDGE": "1"}
+        else:  # as ourselves, in our own environment (the appliance gives it the desktop session's), less
+            # the security settings (the token's digest among them): an application needs none of them
+            env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DESKPILOT_")}
+            env |= {"DISPLAY": self.settings.display, "NO_AT_BRIDGE": "1"}
             cwd = Path.home()
         try:
             return subprocess.Popen(

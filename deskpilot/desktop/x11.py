@@ -35,7 +35,8 @@ LOST_CONNECTION: tuple[type[BaseException], ...] = (
     EOFError,
 )
 
-BUTTONS = {"left": 1, "middle": 2, "right": 3}
+# back and forward (8, 9) are an extension of the spec's three: browsers and file managers navigate with them
+BUTTONS = {"left": 1, "middle": 2, "right": 3, "back": 8, "forward": 9}
 SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
 
 

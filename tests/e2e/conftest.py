@@ -1,4 +1,6 @@
-"""One appliance for the e2e session, booted from supervisord.conf and rootfs/ on a free display and ports."""
+"""One appliance for the e2e session, booted from supervisord.conf and rootfs/ on a free display and ports,
+with a token and a value for every variable of the task service's that must stay out of the desktop user's
+reach."""
 
 from __future__ import annotations
 
@@ -6,12 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.appliance import Appliance
+from tests.support.appliance import Appliance, agent_secrets
 
 
 @pytest.fixture(scope="session")
 def appliance() -> Iterator[Appliance]:
-    a = Appliance().start()
+    a = Appliance(settings=agent_secrets()).start()
     try:
         a.boot_seconds = a.wait_ready()
         yield a

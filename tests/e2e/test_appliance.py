@@ -46,14 +46,20 @@ LAUNCHERS = sorted((ROOT / "rootfs" / "home" / "user" / "Desktop").glob("*.deskt
 
 @contextlib.contextmanager
 def live_view(appliance: Appliance, query: str = "") -> Iterator[Page]:
-    """/vnc in headless Debian Chromium, connected; uncaught JavaScript errors fail the test."""
+    """/vnc in headless Debian Chromium, connected; uncaught JavaScript errors fail the test. With a token, as
+    a browser reaches it: through the UI, logged in (the UI adds the token to what it forwards)."""
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{appliance.desktop_url}/vnc{query}")
+            if appliance.token:
+                page.goto(f"{appliance.ui_url}/login")
+                page.fill("#token", appliance.token)
+                page.click("#login button")
+                page.wait_for_url(f"{appliance.ui_url}/")
+            page.goto(f"{appliance.ui_url if appliance.token else appliance.desktop_url}/vnc{query}")
             connected = "document.documentElement.classList.contains('noVNC_connected')"
             page.wait_for_function(connected, timeout=20000)
             yield page
@@ -64,7 +70,7 @@ def live_view(appliance: Appliance, query: str = "") -> Iterator[Page]:
 
 def screenshot(appliance: Appliance) -> Image.Image:
     """The desktop service's own screenshot (the API's contract), as an RGB image."""
-    r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "screenshot"}, timeout=30)
+    r = appliance.computer("screenshot")
     assert r.status_code == 200, r.text[:300]
     body = r.json()
     assert body["success"] is True
@@ -91,7 +97,8 @@ def wait_for_window(appliance: Appliance, wm_class: str, timeout: float = 60) ->
 
 def as_desktop_user(appliance: Appliance, argv: list[str]) -> subprocess.Popen:
     """Run a program in the appliance's desktop session, as the desktop user, the way xfdesktop would."""
-    keys = ("DISPLAY", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "DBUS_SESSION_BUS_ADDRESS", "NO_AT_BRIDGE")
+    keys = ("DISPLAY", "XAUTHORITY", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "DBUS_SESSION_BUS_ADDRESS")
+    keys += ("NO_AT_BRIDGE",)
     env = [f"{k}={appliance.session_env[k]}" for k in keys]
     return subprocess.Popen(
         ["runuser", "-u", "user", "--", "env", "-C", str(appliance.home), *env, *argv],
@@ -103,17 +110,20 @@ def as_desktop_user(appliance: Appliance, argv: list[str]) -> subprocess.Popen:
 # ------------------------------------------------------------------------------------------------ boot
 
 
-def test_boot_brings_every_program_up_as_the_desktop_user(appliance: Appliance) -> None:
+def test_boot_brings_every_program_up_as_its_user(appliance: Appliance) -> None:
     deadline = time.monotonic() + 20  # a program is RUNNING once it has stayed up for a second
     while {p: (status := appliance.status()).get(p) for p in PROGRAMS} != dict.fromkeys(PROGRAMS, "RUNNING"):
         assert time.monotonic() < deadline, f"{status}\n{appliance.log_tail()}"
         time.sleep(0.2)
-    # The session runs as `user`; the services (and Xvfb, for their MIT-SHM) too, unless `user` cannot read
-    # the checkout (then root, see tests/integration/test_launcher.py).
-    services = appliance.service_user
-    assert services == ("user" if _readable_by_user(ROOT) else "root")
+    # The session runs as `user`, the desktop service (and Xvfb, for its MIT-SHM) too, the task service and
+    # the UI as `deskpilot`; a user that cannot read the checkout is replaced by root
+    # (tests/integration/test_launcher.py).
+    runs_as = appliance.runs_as()
+    services = {"desktop-api": "user", "xvfb": "user", "agent-api": "deskpilot", "ui": "deskpilot"}
     for program in PROGRAMS:
-        expected = services if program in ("desktop-api", "agent-api", "ui", "xvfb") else "user"
+        user = services.get(program)
+        expected = "root" if user and not _readable_by(user, ROOT) else user or "user"
+        assert runs_as[program] == expected, program
         assert psutil.Process(appliance.pid(program)).username() == expected, program
     # Green /health comes first; the display and x11vnc may need a moment more (the services do not wait).
     deadline = time.monotonic() + 30
@@ -134,14 +144,14 @@ def test_a_fresh_home_gets_the_home_layout(appliance: Appliance) -> None:
     assert appliance.home.owner() == "user"
 
 
-def _readable_by_user(path: Path) -> bool:
-    probe = ["runuser", "-u", "user", "--", "test", "-r", str(path / "deskpilot" / "__init__.py")]
+def _readable_by(user: str, path: Path) -> bool:
+    probe = ["runuser", "-u", user, "--", "test", "-r", str(path / "deskpilot" / "__init__.py")]
     return subprocess.run(probe).returncode == 0
 
 
 def test_no_screen_saver_or_power_saving_blanks_the_display(appliance: Appliance) -> None:
     env = appliance.session_env
-    out = subprocess.run(["xset", "-display", env["DISPLAY"], "q"], capture_output=True, text=True).stdout
+    out = subprocess.run(["xset", "q"], env=env, capture_output=True, text=True).stdout
     assert re.search(r"timeout:\s+0\b", out), out
     assert "DPMS is Disabled" in out or "does not have the DPMS" in out, out
 
@@ -193,17 +203,13 @@ def test_live_view_canvas_shows_the_desktop(appliance: Appliance) -> None:
 
 
 def cursor(appliance: Appliance) -> tuple[int, int]:
-    r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "cursor_position"}, timeout=30)
-    data = r.json()["data"]
+    data = appliance.computer("cursor_position").json()["data"]
     return round(data["x"]), round(data["y"])
 
 
 @pytest.mark.parametrize("interactive", [False, True], ids=["view-only", "interactive"])
 def test_live_view_moves_the_pointer_only_when_interactive(appliance: Appliance, interactive: bool) -> None:
-    httpx.post(
-        f"{appliance.desktop_url}/computer-use",
-        json={"action": "move_mouse", "coordinates": {"x": 1500, "y": 900}},
-    )
+    appliance.computer("move_mouse", coordinates={"x": 1500, "y": 900})
     with live_view(appliance, "?interactive=1" if interactive else "") as page:
         box = page.locator("#noVNC_container canvas").bounding_box()
         assert box and box["width"] > 100
@@ -249,17 +255,11 @@ def _canvas_region(page, box: tuple[int, int, int, int]) -> np.ndarray:
 def test_application_action_opens_and_focuses_each_real_application(appliance: Appliance) -> None:
     """`POST /computer-use {"action": "application"}` starts each program as the desktop user, focused."""
     for identifier, wm_class in WINDOW_CLASSES.items():
-        r = httpx.post(
-            f"{appliance.desktop_url}/computer-use",
-            json={"action": "application", "application": identifier},
-            timeout=120,
-        )
+        r = appliance.computer("application", application=identifier)
         assert r.status_code == 200 and r.json() == {"success": True}, f"{identifier}: {r.text[:300]}"
         active = _active_window_class(appliance)
         assert active.startswith(wm_class), f"{identifier}: the active window is {active}"
-    r = httpx.post(
-        f"{appliance.desktop_url}/computer-use", json={"action": "application", "application": "desktop"}
-    )
+    r = appliance.computer("application", application="desktop")
     assert r.status_code == 200 and r.json() == {"success": True}
 
 
@@ -278,7 +278,7 @@ def _active_window_class(appliance: Appliance) -> str:
 
 def _display_answers(appliance: Appliance) -> bool:
     env = appliance.session_env
-    return subprocess.run(["xset", "-display", env["DISPLAY"], "q"], capture_output=True).returncode == 0
+    return subprocess.run(["xset", "q"], env=env, capture_output=True).returncode == 0
 
 
 def test_killed_display_comes_back_and_the_desktop_service_recovers_without_restarting(
@@ -303,7 +303,7 @@ def test_killed_display_comes_back_and_the_desktop_service_recovers_without_rest
 
     # 2. While the display is down (held down here so the check is not a race), the API answers 503.
     appliance.ctl("stop", "xvfb")
-    r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "screenshot"}, timeout=30)
+    r = appliance.computer("screenshot")
     assert r.status_code == 503, r.text[:300]
     assert r.json()["success"] is False and r.json()["error"]
     appliance.ctl("start", "xvfb")
@@ -311,7 +311,7 @@ def test_killed_display_comes_back_and_the_desktop_service_recovers_without_rest
     # 3. It recovers by itself: same process, working screenshots again.
     deadline = time.monotonic() + 30
     while True:
-        r = httpx.post(f"{appliance.desktop_url}/computer-use", json={"action": "screenshot"}, timeout=30)
+        r = appliance.computer("screenshot")
         if r.status_code == 200 or time.monotonic() > deadline:
             break
         time.sleep(0.25)

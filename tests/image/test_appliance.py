@@ -1,5 +1,6 @@
-"""The image booted as the README runs it (its two volumes, --shm-size, a token), used as a person, an MCP
-client, the agent and an operator use it; then stopped, and started again on the same volumes.
+"""The image booted as the README runs it (its two volumes, --shm-size, on 0.0.0.0 without a token, so it
+generates one into the state volume), used as a person, an MCP client, the agent and an operator use it; then
+stopped, and started again on the same volumes with a token given.
 
 Order matters: the task writes a file into the home volume, the stop test stops the container, and the
 restart test finds the task and the file again.
@@ -27,7 +28,7 @@ from PIL import Image
 from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.scripted import Answer, Request, ScriptedModel, tool
 from tests.support.appliance import PROGRAMS
-from tests.support.container import HOME, ROOT, Container
+from tests.support.container import HOME, ROOT, TOKEN_FILE, Container
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(1200)]  # the first test waits for a cold build
 
@@ -60,10 +61,11 @@ def run(image: str, llm: ScriptedModel) -> Iterator[Run]:
         "AGENT_OPENAI_BASE_MODEL": llm.model,
         "AGENT_MODEL": f"local/{llm.model}",
     }
-    container = Container(image, env=agent).run()
+    container = Container(image, env=agent, token=None, host="0.0.0.0").run()
     state = Run(container, 0.0)
     try:
         state.boot_seconds = container.wait_health("healthy", timeout=120)
+        container.read_token()
         yield state
     finally:
         for c in state.restarted:
@@ -130,6 +132,37 @@ def test_docker_reports_healthy_once_every_service_answers(run: Run) -> None:
         r = get(c, f"{url}/health")
         assert r.status_code == 200 and r.json()["status"] == "ok", (url, r.text)
     assert run.boot_seconds < 30, f"healthy only {run.boot_seconds:.1f} s after docker run (bench: <= 8 s)"
+
+
+def test_a_token_is_generated_into_the_state_volume_and_the_log_says_where(run: Run) -> None:
+    c = run.container
+    assert c.token and len(c.token) == 43
+    assert c.exec("stat", "-c", "%a %U", TOKEN_FILE).split() == ["600", "deskpilot"]
+    assert c.exec("stat", "-c", "%a %U", "/var/lib/deskpilot").split() == ["700", "deskpilot"]
+    logs = c.logs()
+    assert c.token not in logs
+    assert f"generated one into {TOKEN_FILE}" in logs and f"docker exec <container> cat {TOKEN_FILE}" in logs
+    refused = httpx.get(f"{c.ui_url}/api/tasks", timeout=30)
+    assert refused.status_code == 401, refused.text[:200]
+    assert get(c, f"{c.ui_url}/api/tasks").status_code == 200
+
+
+def test_each_program_runs_as_its_user_with_only_its_own_variables(run: Run) -> None:
+    c = run.container
+    pids = {p: int(c.supervisorctl("pid", p)) for p in PROGRAMS}
+    users = {p: c.exec("stat", "-c", "%U", f"/proc/{pid}").strip() for p, pid in pids.items()}
+    own = {"agent-api": "deskpilot", "ui": "deskpilot"}
+    assert users == {p: own.get(p, "user") for p in PROGRAMS}
+    denied = c.exec("cat", f"/proc/{pids['agent-api']}/environ", user="user", check=False)
+    assert denied == "", "the desktop user read the task service's environment"
+    # (root in the container may not either: Docker withholds CAP_SYS_PTRACE; root on this host may)
+    names = {p: set(psutil.Process(c.host_pid(pid)).environ()) for p, pid in pids.items()}
+    agent_only = {"DESKPILOT_TOKEN", "AGENT_OPENAI_BASE_URL", "AGENT_MODEL"}
+    assert agent_only <= names["agent-api"]
+    assert "DESKPILOT_TOKEN" in names["ui"] and "AGENT_MODEL" not in names["ui"]
+    assert "DESKPILOT_TOKEN_SHA256" in names["desktop-api"]
+    for program in set(PROGRAMS) - set(own):
+        assert not agent_only & names[program], program
 
 
 def test_the_screenshot_shows_the_xfce_desktop_with_its_launchers(run: Run) -> None:
@@ -238,9 +271,11 @@ def test_docker_stop_stops_every_program_within_10_s(run: Run) -> None:
 def test_a_restart_on_the_same_volumes_keeps_the_tasks_and_the_home(run: Run, image: str) -> None:
     old = run.container
     assert run.task_id, "the task test did not run"
-    again = Container(image, env=old.env, volumes=old.volumes)
+    again = Container(image, env=old.env, volumes=old.volumes)  # with a token of its own, on loopback
+    assert again.token and again.token != old.token
     run.restarted.append(again)
     again.run().wait_health("healthy", timeout=120)
+    assert "DESKPILOT_TOKEN" in again.logs() and again.token not in again.logs()
     task = get(again, f"{again.agent_url}/tasks/{run.task_id}").json()
     assert task["status"] == "COMPLETED"
     assert again.exec("stat", "-c", "%U", f"{HOME}/{run.note}").strip() == "user"

@@ -4,7 +4,9 @@ does is proven by the e2e tests of the same image layout (scripts/appliance.sh, 
 
 from __future__ import annotations
 
+import base64
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -26,12 +28,14 @@ SCENARIOS: dict[str, list[str]] = {
         "ingress.enabled=true", "ingress.mcp=true", "ingress.className=nginx",
         "ingress.tls[0].secretName=desk-tls", "ingress.tls[0].hosts[0]=deskpilot.example.com",
         "llm.apiKeys.ANTHROPIC_API_KEY=sk-test", "database.url=postgresql://u:p@db/deskpilot",
-        "llm.model=anthropic/claude-sonnet-4-6", "mcpAllowedHosts[0]=10.0.0.5",
+        "llm.model=anthropic/claude-sonnet-4-6", "auth.token=a-token-given-as-a-value",
+        "allowedHosts[0]=10.0.0.5", "mcpAllowedHosts[0]=desk.internal",
     ],
     "secrets and claims of one's own, no persistence for the home": [
         "llm.existingSecret=llm-keys", "database.existingSecret=db", "llm.proxyUrl=http://litellm:4000",
         "persistence.state.existingClaim=desk-state", "persistence.home.enabled=false",
         "extraEnv[0].name=AGENT_MAX_STEPS", "extraEnv[0].value=200",
+        "auth.existingSecret=desk-token", "auth.existingSecretKey=token",
     ],
 }  # fmt: skip
 
@@ -49,6 +53,15 @@ def helm(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 def set_args(settings: list[str]) -> list[str]:
     return [a for s in settings for a in ("--set", s)]
+
+
+def notes(env: dict[str, str], settings: list[str]) -> str:
+    """NOTES.txt as `helm install` prints it (a client-side dry run: no cluster)."""
+    out = helm(
+        env, "install", "desk", str(CHART), "--namespace", "apps", "--dry-run=client", *set_args(settings)
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split("NOTES:", 1)[1]
 
 
 def render(env: dict[str, str], settings: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -98,14 +111,16 @@ def test_defaults_one_desktop_with_its_volumes_ports_and_probes(helm_env: dict[s
     assert {p["name"]: (p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
         "desktop": (9990, "desktop"), "agent": (9991, "agent"), "ui": (9992, "ui"),
     }  # fmt: skip
-    assert not any(kind in ("Ingress", "Secret") for kind, _ in objects)
-    # MCP's Host check accepts the Service's names, so in-cluster clients work out of the box
+    assert not any(kind == "Ingress" for kind, _ in objects)
+    assert [name for kind, name in objects if kind == "Secret"] == ["desk-deskpilot-auth"]  # the token's
+    # The services' Host check accepts the Service's names, so in-cluster clients work out of the box
     env = {e["name"]: e.get("value") for e in c["env"]}
     service_names = ["desk-deskpilot", "desk-deskpilot.apps", "desk-deskpilot.apps.svc"]
-    assert env["DESKTOP_MCP_ALLOWED_HOSTS"].split(",") == [
+    assert env["DESKPILOT_ALLOWED_HOSTS"].split(",") == [
         *service_names,
         "desk-deskpilot.apps.svc.cluster.local",
     ]
+    assert "DESKTOP_MCP_ALLOWED_HOSTS" not in env
 
 
 def test_ingress_serves_the_ui_and_optionally_mcp_and_keys_live_in_a_secret(helm_env: dict[str, str]) -> None:
@@ -120,7 +135,12 @@ def test_ingress_serves_the_ui_and_optionally_mcp_and_keys_live_in_a_secret(helm
     assert c["envFrom"] == [{"secretRef": {"name": "desk-deskpilot"}}]
     env = {e["name"]: e.get("value") for e in c["env"]}
     assert env["AGENT_MODEL"] == "anthropic/claude-sonnet-4-6"
-    assert env["DESKTOP_MCP_ALLOWED_HOSTS"].split(",")[-2:] == ["deskpilot.example.com", "10.0.0.5"]
+    hosts = env["DESKPILOT_ALLOWED_HOSTS"].split(",")
+    assert hosts[-3:] == [
+        "deskpilot.example.com",
+        "10.0.0.5",
+        "desk.internal",
+    ]  # and mcpAllowedHosts, deprecated
     assert "sk-test" not in str(c), "keys reach the pod through the Secret only"
     annotations = objects[("Deployment", "desk-deskpilot")]["spec"]["template"]["metadata"]["annotations"]
     assert len(annotations["checksum/secret"]) == 64  # a changed key restarts the pod
@@ -133,6 +153,7 @@ def test_secrets_and_claims_of_ones_own(helm_env: dict[str, str]) -> None:
     assert c["envFrom"] == [{"secretRef": {"name": "llm-keys"}}]
     env = {e["name"]: e for e in c["env"]}
     assert env["DATABASE_URL"]["valueFrom"] == {"secretKeyRef": {"name": "db", "key": "DATABASE_URL"}}
+    assert env["DESKPILOT_TOKEN"]["valueFrom"] == {"secretKeyRef": {"name": "desk-token", "key": "token"}}
     assert env["AGENT_LLM_PROXY_URL"]["value"] == "http://litellm:4000"
     assert env["AGENT_MAX_STEPS"]["value"] == "200"
     volumes = {
@@ -142,11 +163,74 @@ def test_secrets_and_claims_of_ones_own(helm_env: dict[str, str]) -> None:
     assert volumes["state"]["persistentVolumeClaim"] == {"claimName": "desk-state"}
 
 
-def test_a_database_given_twice_is_refused_with_the_reason(helm_env: dict[str, str]) -> None:
-    out = helm(helm_env, "template", "desk", str(CHART), "--set", "database.url=postgresql://db/x",
-               "--set", "database.existingSecret=db")  # fmt: skip
+@pytest.mark.parametrize(
+    ("settings", "reason"),
+    [
+        (
+            ["database.url=postgresql://db/x", "database.existingSecret=db"],
+            "database: set url or existingSecret",
+        ),
+        (["auth.token=x", "auth.existingSecret=t"], "auth: set token or existingSecret, not both"),
+    ],
+)
+def test_a_secret_given_twice_is_refused_with_the_reason(
+    helm_env: dict[str, str], settings: list[str], reason: str
+) -> None:
+    out = helm(helm_env, "template", "desk", str(CHART), *set_args(settings))
     assert out.returncode != 0
-    assert "database: set url or existingSecret, not both" in out.stderr
+    assert reason in out.stderr
+
+
+# ------------------------------------------------------------------------------------------------ the token
+
+READ_TOKEN = "kubectl -n apps get secret {name} -o jsonpath='{{.data.{key}}}' | base64 -d"
+
+
+def token_env(objects: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
+    (env,) = [e for e in container(objects)["env"] if e["name"] == "DESKPILOT_TOKEN"]
+    return dict(env)
+
+
+def test_without_a_token_the_chart_generates_one_into_a_secret_of_its_own(helm_env: dict[str, str]) -> None:
+    objects = render(helm_env, [])
+    secret = objects[("Secret", "desk-deskpilot-auth")]
+    assert set(secret["data"]) == {"DESKPILOT_TOKEN"} and "stringData" not in secret
+    token = base64.b64decode(secret["data"]["DESKPILOT_TOKEN"]).decode()
+    assert re.fullmatch(r"[A-Za-z0-9]{43}", token), token  # ~256 bits
+    assert token_env(objects)["valueFrom"] == {
+        "secretKeyRef": {"name": "desk-deskpilot-auth", "key": "DESKPILOT_TOKEN"}
+    }
+    # `helm template` cannot look the Secret up, so each render makes a new one; an install or upgrade
+    # against a cluster finds the Secret and keeps its token (templates/auth-secret.yaml)
+    again = render(helm_env, [])[("Secret", "desk-deskpilot-auth")]["data"]["DESKPILOT_TOKEN"]
+    assert again != secret["data"]["DESKPILOT_TOKEN"]
+    text = notes(helm_env, [])
+    assert READ_TOKEN.format(name="desk-deskpilot-auth", key="DESKPILOT_TOKEN") in text
+    assert "generated at the first install" in text
+
+
+def test_a_token_given_as_a_value_lives_in_the_charts_secret_only(helm_env: dict[str, str]) -> None:
+    objects = render(helm_env, ["auth.token=a-token-given-as-a-value"])
+    secret = objects[("Secret", "desk-deskpilot-auth")]["data"]["DESKPILOT_TOKEN"]
+    assert base64.b64decode(secret).decode() == "a-token-given-as-a-value"
+    assert token_env(objects)["valueFrom"]["secretKeyRef"]["name"] == "desk-deskpilot-auth"
+    assert "a-token-given-as-a-value" not in str(objects[("Deployment", "desk-deskpilot")])
+    annotations = objects[("Deployment", "desk-deskpilot")]["spec"]["template"]["metadata"]["annotations"]
+    other = render(helm_env, ["auth.token=another-token"])[("Deployment", "desk-deskpilot")]
+    assert (
+        other["spec"]["template"]["metadata"]["annotations"]["checksum/auth"] != annotations["checksum/auth"]
+    )
+    text = notes(helm_env, ["auth.token=a-token-given-as-a-value"])
+    assert READ_TOKEN.format(name="desk-deskpilot-auth", key="DESKPILOT_TOKEN") in text
+    assert "a-token-given-as-a-value" not in text and "generated" not in text
+
+
+def test_a_token_in_a_secret_of_ones_own(helm_env: dict[str, str]) -> None:
+    settings = ["auth.existingSecret=desk-token", "auth.existingSecretKey=token"]
+    objects = render(helm_env, settings)
+    assert not [name for kind, name in objects if kind == "Secret"]
+    assert token_env(objects)["valueFrom"] == {"secretKeyRef": {"name": "desk-token", "key": "token"}}
+    assert READ_TOKEN.format(name="desk-token", key="token") in notes(helm_env, settings)
 
 
 def test_chart_app_version_is_the_apps_version() -> None:

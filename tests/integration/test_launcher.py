@@ -1,4 +1,5 @@
-"""scripts/appliance.sh decides who runs the programs by trying, as the desktop user, to read the code."""
+"""scripts/appliance.sh decides who runs the programs by trying, as each user, to read the code, and which
+token the services require."""
 
 from __future__ import annotations
 
@@ -7,37 +8,49 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+SECURITY = ("DESKPILOT_TOKEN", "DESKPILOT_TOKEN_SHA256", "DESKPILOT_AUTH", "DESKPILOT_HOST")
 
 
-def print_config(checkout: Path, **env: str) -> tuple[dict[str, str], str]:
-    out = subprocess.run(
+def launcher(checkout: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """appliance.sh --print-config, in this environment less the developer's own security settings."""
+    base = {k: v for k, v in os.environ.items() if k.upper() not in SECURITY}
+    return subprocess.run(
         [str(checkout / "scripts" / "appliance.sh"), "--print-config"],
-        env={**os.environ, "DESKPILOT_VENV": str(ROOT / ".venv"), **env},
+        env={**base, "DESKPILOT_VENV": str(ROOT / ".venv"), **env},
         capture_output=True,
         text=True,
         timeout=30,
     )
+
+
+def print_config(checkout: Path, **env: str) -> tuple[dict[str, str], str]:
+    out = launcher(checkout, **env)
     assert out.returncode == 0, out.stderr
     return dict(line.split("=", 1) for line in out.stdout.splitlines()), out.stderr
 
 
-def test_a_checkout_the_desktop_user_can_read_runs_the_programs_as_that_user() -> None:
+def test_a_checkout_every_user_can_read_runs_each_program_as_its_user() -> None:
     config, stderr = print_config(ROOT)
-    assert config["DESKPILOT_SERVICE_USER"] == "user"
+    assert config["DESKPILOT_DESKTOP_RUNS_AS"] == "user"
+    assert config["DESKPILOT_AGENT_RUNS_AS"] == config["DESKPILOT_AGENT_USER"] == "deskpilot"
     assert "WARNING" not in stderr
 
 
 def test_an_unreadable_checkout_falls_back_to_root_and_says_so(tmp_path: Path) -> None:
-    private = tmp_path / "private"  # like /root: 0700, the desktop user cannot enter it
+    private = tmp_path / "private"  # like /root: 0700, neither user can enter it
     private.mkdir(mode=0o700)
     checkout = private / "deskpilot"
     checkout.mkdir()
     shutil.copytree(ROOT / "scripts", checkout / "scripts")
     shutil.copy(ROOT / "supervisord.conf", checkout)
     config, stderr = print_config(checkout)
-    assert config["DESKPILOT_SERVICE_USER"] == "root"
-    assert "WARNING" in stderr and "ROOT" in stderr and str(checkout) in stderr
+    assert config["DESKPILOT_DESKTOP_RUNS_AS"] == config["DESKPILOT_AGENT_RUNS_AS"] == "root"
+    warning = " ".join(line.removeprefix("deskpilot: WARNING: ") for line in stderr.splitlines())
+    assert f"'user' and 'deskpilot' cannot read {checkout}" in warning
+    assert "the desktop service and Xvfb, the task service and the UI run as ROOT" in warning
 
 
 def test_defaults_are_the_production_ones_and_the_environment_overrides_them() -> None:
@@ -52,3 +65,41 @@ def test_defaults_are_the_production_ones_and_the_environment_overrides_them() -
     config, _ = print_config(ROOT, DESKPILOT_DISPLAY=":57", DESKTOP_PORT="1999", DESKPILOT_STATE_DIR="/srv/s")
     assert (config["DESKPILOT_DISPLAY"], config["DESKTOP_PORT"]) == (":57", "1999")
     assert config["AGENT_DATABASE_URL"] == "sqlite+aiosqlite:////srv/s/agent.db"
+    config, _ = print_config(ROOT, AGENT_DATABASE_URL="postgresql://deskpilot:pw-of-the-db@db:5432/tasks")
+    assert config["AGENT_DATABASE_URL"] == "postgresql://deskpilot:***@db:5432/tasks"
+
+
+@pytest.mark.parametrize(
+    ("env", "source"),
+    [
+        ({}, "none"),  # make run: loopback only
+        ({"DESKPILOT_HOST": "localhost"}, "none"),
+        ({"DESKPILOT_HOST": "::1"}, "none"),
+        ({"DESKPILOT_HOST": "0.0.0.0"}, "file"),  # the image: generated into the state dir
+        ({"DESKPILOT_HOST": "10.1.2.3"}, "file"),
+        ({"DESKPILOT_HOST": "0.0.0.0", "DESKPILOT_TOKEN": "a-given-token-of-enough-length"}, "environment"),
+        ({"DESKPILOT_TOKEN": "a-given-token-of-enough-length"}, "environment"),
+        ({"DESKPILOT_HOST": "0.0.0.0", "DESKPILOT_AUTH": "off"}, "off"),
+    ],
+)
+def test_the_token_is_given_generated_none_or_off(env: dict[str, str], source: str) -> None:
+    config, stderr = print_config(ROOT, **env)
+    assert config["DESKPILOT_TOKEN_SOURCE"] == source
+    if source == "none":
+        assert "no token: anyone on this machine can use the desktop; set DESKPILOT_TOKEN" in stderr
+    if source == "off":
+        assert "WARNING: DESKPILOT_AUTH=off: no service requires a token" in stderr
+    assert "a-given-token" not in stderr + "".join(f"{k}={v}" for k, v in config.items())
+
+
+@pytest.mark.parametrize(
+    ("env", "reason"),
+    [
+        ({"DESKPILOT_AUTH": "maybe"}, "DESKPILOT_AUTH must be on or off"),
+        ({"DESKPILOT_TOKEN_SHA256": "ab" * 32}, "the appliance needs DESKPILOT_TOKEN"),
+        ({"DESKPILOT_AGENT_USER": "no-such-user-here"}, "the user 'no-such-user-here' does not exist"),
+    ],
+)
+def test_a_setting_it_cannot_use_stops_the_launcher_with_the_reason(env: dict[str, str], reason: str) -> None:
+    out = launcher(ROOT, **env)
+    assert out.returncode == 1 and reason in out.stderr, out.stderr

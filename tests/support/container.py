@@ -2,10 +2,11 @@
 
 The engine scripts/docker-engine.sh starts has no bridge (it leaves the host's network alone), so a container
 shares the host's network: "free host ports" means telling the appliance inside to listen on free ports
-(DESKTOP_PORT, AGENT_PORT, UI_PORT, DESKTOP_VNC_PORT) on loopback. X's abstract socket
-(@/tmp/.X11-unix/X<n>) lives in the network namespace too, so the display number must be one no X server of
-the host uses: `make run`'s :0, the test suite's own Xvfbs (which take the lowest free numbers) and the native
-e2e appliance (100-399) all stay below HOST_DISPLAYS.
+(DESKTOP_PORT, AGENT_PORT, UI_PORT, DESKTOP_VNC_PORT), on loopback unless a test wants it as the image ships
+(0.0.0.0). X's abstract socket (@/tmp/.X11-unix/X<n>) lives in the network namespace too: the appliance's
+Xvfb opens none (-nolisten local), but other X servers of the host do, so the display number is one none of
+them uses: `make run`'s :0, the test suite's own Xvfbs (which take the lowest free numbers) and the native e2e
+appliance (100-399) all stay below HOST_DISPLAYS.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HOME = "/home/user"
 STATE = "/var/lib/deskpilot"
 RUN_DIR = "/run/deskpilot"
+TOKEN_FILE = f"{STATE}/token"  # where the appliance keeps the token it generates
 VENV = "/opt/deskpilot/.venv"
 
 
@@ -55,10 +57,6 @@ class Container(ImageAppliance):
     def __post_init__(self) -> None:
         if not all(self.volumes):
             self.volumes = (f"{self.name}-home", f"{self.name}-state")
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
 
     def options(self) -> list[str]:
         home, state = self.volumes
@@ -84,9 +82,24 @@ class Container(ImageAppliance):
         return time.monotonic() - self.started_at
 
     def exec(self, *argv: str, user: str = "root", check: bool = True) -> str:
-        """A command in the container; as the desktop user with `user="user"` (and the session's DISPLAY)."""
-        session = ("-w", "/", "-u", user, "-e", f"DISPLAY={self.display}")
+        """A command in the container; as the desktop user with `user="user"` (with the session's DISPLAY and
+        the display's cookie)."""
+        session = (
+            "-w",
+            "/",
+            "-u",
+            user,
+            "-e",
+            f"DISPLAY={self.display}",
+            "-e",
+            f"XAUTHORITY={RUN_DIR}/Xauthority",
+        )
         return docker("exec", *session, self.name, *argv, check=check)
+
+    def read_token(self) -> str:
+        """The token the appliance generated into the state volume; from now on the one this sends."""
+        self.token = self.exec("cat", TOKEN_FILE)
+        return self.token
 
     def supervisorctl(self, *args: str) -> str:
         """supervisorctl on the appliance's socket (from /: the config's variables are appliance.sh's)."""
@@ -95,6 +108,15 @@ class Container(ImageAppliance):
     def host_pids(self) -> list[int]:
         """The container's processes, as this host numbers them."""
         return [int(pid) for pid in docker("top", self.name, "-eo", "pid").split()[1:]]
+
+    def host_pid(self, pid: int) -> int:
+        """The host's number of the container's process `pid` (the last of NSpid is the container's)."""
+        for host in self.host_pids():
+            status = Path(f"/proc/{host}/status").read_text()
+            nspid = next(line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:"))
+            if int(nspid[-1]) == pid:
+                return host
+        raise LookupError(f"no process {pid} in {self.name}")
 
     def memory_mib(self) -> float:
         """What `docker stats` reports: the cgroup's memory less its inactive page cache."""

@@ -6,6 +6,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -13,12 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The appliance's Xfce settings (scripts/appliance.sh installs them into the desktop user's home at start)
+ROOTFS_CONFIG = Path(__file__).resolve().parents[2] / "rootfs" / "home" / "user" / ".config"
+
 
 @dataclass
 class Display:
     name: str  # ":N"
     xvfb: subprocess.Popen
     children: list[subprocess.Popen] = field(default_factory=list)
+    scratch: list[Path] = field(default_factory=list)  # directories removed when the display stops
 
     @property
     def env(self) -> dict[str, str]:
@@ -53,6 +58,9 @@ class Display:
         for proc in [*reversed(self.children), self.xvfb]:
             _terminate(proc)
         self.children.clear()
+        for path in self.scratch:
+            shutil.rmtree(path, ignore_errors=True)
+        self.scratch.clear()
 
 
 def _terminate(proc: subprocess.Popen) -> None:
@@ -138,10 +146,19 @@ def managed_display() -> Iterator[Display]:
 
 
 def start_window_manager(display: Display) -> subprocess.Popen:
-    """xfwm4, the appliance's own window manager (EWMH: activation and maximising as in production)."""
+    """xfwm4, the appliance's own window manager, with the appliance's own settings (EWMH: activation and
+    maximising as in production; Alt+click left to applications).
+
+    xfwm4 reads its settings from xfconfd over a session bus, as in the appliance: a private bus per display
+    (dbus-run-session, which also ends with it), whose xfconfd reads the repository's rootfs channel files
+    themselves as system defaults (``XDG_CONFIG_DIRS``) and writes what it saves to a scratch directory.
+    """
     wm = shutil.which("xfwm4")
     assert wm, "xfwm4 is missing: run `make system-test`"
-    proc = display.spawn([wm, "--compositor=off", "--sm-client-disable"])
+    saved = Path(tempfile.mkdtemp(prefix="deskpilot-xfconf-"))
+    display.scratch.append(saved)
+    env = {"XDG_CONFIG_DIRS": f"{ROOTFS_CONFIG}:/etc/xdg", "XDG_CONFIG_HOME": str(saved), "NO_AT_BRIDGE": "1"}
+    proc = display.spawn(["dbus-run-session", "--", wm, "--compositor=off", "--sm-client-disable"], env=env)
     _wait_for_wm(display)
     return proc
 

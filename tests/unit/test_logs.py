@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from deskpilot.logs import Formatter, secret_values
+from deskpilot.logs import DeniedHandshakeFilter, Formatter, configure, secret_values
 
 
 def record(msg: str, *args: object, **extra: object) -> logging.LogRecord:
@@ -51,3 +51,13 @@ def test_what_libraries_hang_on_records_is_not_a_field() -> None:
         record("GET /", color_message="\x1b[1mGET /", litellm_redacted=object())
     )
     assert line.endswith("GET /")
+
+
+def test_uvicorns_error_after_a_refused_websocket_is_dropped_and_nothing_else() -> None:
+    configure()
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    configure()  # idempotent: one filter
+    denied = [f for f in uvicorn_errors.filters if isinstance(f, DeniedHandshakeFilter)]
+    assert len(denied) == 1
+    assert not denied[0].filter(record("ASGI callable returned without completing handshake."))
+    assert denied[0].filter(record("Exception in ASGI application"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import itertools
 import json
 import shlex
 import subprocess
@@ -70,11 +71,15 @@ def supervisord_programs() -> dict[str, configparser.SectionProxy]:
     return {s.split(":", 1)[1]: parser[s] for s in parser.sections() if s.startswith("program:")}
 
 
-def test_the_session_runs_as_the_desktop_user_the_services_as_the_service_user() -> None:
-    programs = supervisord_programs()
-    for name, p in programs.items():
-        service = name in ("desktop-api", "agent-api", "ui", "xvfb")  # Xvfb attaches the service's SHM
-        assert p["user"] == ("%(ENV_DESKPILOT_SERVICE_USER)s" if service else "%(ENV_DESKPILOT_USER)s"), name
+def test_the_session_and_the_desktop_service_run_as_the_desktop_user_the_others_as_the_system_user() -> None:
+    users = {
+        "desktop-api": "%(ENV_DESKPILOT_DESKTOP_RUNS_AS)s",  # the desktop user, or root (appliance.sh)
+        "xvfb": "%(ENV_DESKPILOT_DESKTOP_RUNS_AS)s",  # it attaches the desktop service's SHM segments
+        "agent-api": "%(ENV_DESKPILOT_AGENT_RUNS_AS)s",  # deskpilot, or root
+        "ui": "%(ENV_DESKPILOT_AGENT_RUNS_AS)s",
+    }
+    for name, p in supervisord_programs().items():
+        assert p["user"] == users.get(name, "%(ENV_DESKPILOT_USER)s"), name
 
 
 def test_every_program_restarts_and_logs_to_stdout() -> None:
@@ -99,18 +104,24 @@ def test_every_program_restarts_and_logs_to_stdout() -> None:
         ), name
 
 
-def test_programs_get_the_session_environment_and_x_clients_wait_for_the_display() -> None:
+def test_the_services_get_their_own_environment_and_x_clients_wait_for_the_display() -> None:
+    """supervisord passes its own environment (the launcher's minimal one) to the session; each service gets
+    its file's."""
     parser = configparser.RawConfigParser()
     parser.read(ROOT / "supervisord.conf")
-    env = parser["supervisord"]["environment"]
-    for key in ("HOME=", "USER=", "LOGNAME=", "DISPLAY=", "DBUS_SESSION_BUS_ADDRESS="):
-        assert key in env
+    assert not [s for s in parser.sections() if parser.has_option(s, "environment")]
     programs = supervisord_programs()
+    for name in ("desktop-api", "agent-api", "ui"):
+        wrapper = f"%(ENV_DESKPILOT_RUN_DIR)s/with-env.sh %(ENV_DESKPILOT_RUN_DIR)s/env/{name}\n"
+        assert programs[name]["command"].startswith(wrapper), name
     for name in ("xfwm4", "xfdesktop", "xfce4-panel", "x11vnc"):
         assert programs[name]["command"].startswith("%(ENV_DESKPILOT_RUN_DIR)s/with-x.sh "), name
     assert "-localhost" in programs["x11vnc"]["command"]
-    assert "1920x1080x24" in programs["xvfb"]["command"]
-    assert "-s 0 -dpms" in programs["xvfb"]["command"]  # no screen saver, no power saving
+    xvfb = programs["xvfb"]["command"].split()
+    assert "1920x1080x24" in xvfb
+    assert "-s 0 -dpms" in " ".join(xvfb)  # no screen saver, no power saving
+    assert xvfb[xvfb.index("-auth") + 1] == "%(ENV_XAUTHORITY)s"  # only cookie holders connect
+    assert {("-nolisten", "tcp"), ("-nolisten", "local")} <= set(itertools.pairwise(xvfb))
 
 
 def test_launchers_run_the_same_commands_as_the_desktop_service() -> None:

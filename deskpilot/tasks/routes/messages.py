@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from deskpilot.tasks.deps import Service
-from deskpilot.tasks.routes.tasks import ERRORS, Limit, Offset
+from deskpilot.tasks.routes.tasks import ERRORS, PageQuery
 from deskpilot.tasks.schemas import MessageCreate, message_json
 from deskpilot.tasks.types import MessageOut, Role
 from deskpilot.web import json_response
@@ -22,7 +22,7 @@ async def add_message(task_id: str, body: MessageCreate, service: Service) -> Re
 
 
 @router.get("", response_model=list[MessageOut], responses=ERRORS)
-async def list_messages(task_id: str, service: Service, limit: Limit = 100, offset: Offset = 0) -> Response:
+async def list_messages(task_id: str, service: Service, paging: PageQuery) -> Response:
     """Messages oldest first; `X-Total-Count` is the task's message count."""
-    messages, total = await service.store.list_messages(task_id, limit, offset)
+    messages, total = await service.store.list_messages(task_id, paging.limit, paging.offset)
     return json_response([message_json(m) for m in messages], headers={"X-Total-Count": str(total)})

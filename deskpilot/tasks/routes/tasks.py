@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from deskpilot.errors import BadRequest
@@ -21,8 +22,25 @@ _ONE_STATUS = "|".join(TaskStatus)
 STATUSES_PATTERN = rf"^({_ONE_STATUS})(,({_ONE_STATUS}))*$"
 ERRORS: dict[int | str, dict[str, Any]] = {400: {"model": ErrorOut}, 404: {"model": ErrorOut}}
 TASK_ID_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "unknown task id"}}
-Limit = Annotated[int, Query(ge=1, le=1000)]
-Offset = Annotated[int, Query(ge=0, le=1_000_000_000)]
+Limit = Annotated[int, Query(ge=1, le=1000, description="items per page")]
+Offset = Annotated[int | None, Query(ge=0, le=1_000_000_000, description="items to skip")]
+Page = Annotated[int | None, Query(ge=1, le=1_000_000, description="1-based page of `limit` items")]
+
+
+@dataclass(frozen=True)
+class Paging:
+    limit: int
+    offset: int
+
+
+def paging(limit: Limit = 100, offset: Offset = None, page: Page = None) -> Paging:
+    """``offset``, or ``page`` (1-based, as clients such as Bytebot's UI send it): never silently page 1."""
+    if page is not None and offset is not None:
+        raise BadRequest("page: give either 'page' or 'offset', not both")
+    return Paging(limit, (page - 1) * limit if page is not None else offset or 0)
+
+
+PageQuery = Annotated[Paging, Depends(paging)]
 
 
 @router.post(
@@ -58,6 +76,7 @@ async def create_task(request: Request, service: Service) -> Response:
 @router.get("", response_model=list[TaskOut], responses=ERRORS)
 async def list_tasks(
     service: Service,
+    paging: PageQuery,
     status: Annotated[TaskStatus | None, Query(description="only tasks in this status")] = None,
     statuses: Annotated[
         list[str] | None,
@@ -66,8 +85,6 @@ async def list_tasks(
             json_schema_extra={"items": {"type": "string", "pattern": STATUSES_PATTERN}},
         ),
     ] = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
 ) -> Response:
     """Tasks newest first; `X-Total-Count` is the number matching the filter."""
     wanted: set[str] = {status} if status else set()
@@ -77,7 +94,7 @@ async def list_tasks(
             bad = next((v for v in item.split(",") if v not in TaskStatus.__members__), item)
             raise BadRequest(f"statuses: unknown status {bad!r}; one of {', '.join(TaskStatus)}")
         wanted.update(item.split(","))
-    tasks, total = await service.store.list_tasks(wanted or None, limit, offset)
+    tasks, total = await service.store.list_tasks(wanted or None, paging.limit, paging.offset)
     return json_response([task_json(t) for t in tasks], headers={"X-Total-Count": str(total)})
 
 

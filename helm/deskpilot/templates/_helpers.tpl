@@ -27,19 +27,32 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if and .Values.database.url .Values.database.existingSecret -}}
 {{- fail "database: set url or existingSecret, not both" -}}
 {{- end -}}
+{{- if and .Values.auth.token .Values.auth.existingSecret -}}
+{{- fail "auth: set token or existingSecret, not both" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the token and its key: the user's, or the chart's own (auth-secret.yaml). */}}
+{{- define "deskpilot.authSecretName" -}}
+{{- .Values.auth.existingSecret | default (printf "%s-auth" (include "deskpilot.fullname" .)) -}}
+{{- end -}}
+
+{{- define "deskpilot.authSecretKey" -}}
+{{- if .Values.auth.existingSecret }}{{ .Values.auth.existingSecretKey }}{{ else }}DESKPILOT_TOKEN{{ end -}}
 {{- end -}}
 
 {{- define "deskpilot.ownSecret" -}}
 {{- if or .Values.llm.apiKeys .Values.database.url }}true{{ end -}}
 {{- end -}}
 
-{{/* Names MCP clients may put in the Host header: the Service's, the ingress host, and the listed ones. */}}
-{{- define "deskpilot.mcpAllowedHosts" -}}
+{{/* Names clients may put in the Host header: the Service's, the ingress host, and the listed ones
+(allowedHosts, and mcpAllowedHosts, its deprecated name). */}}
+{{- define "deskpilot.allowedHosts" -}}
 {{- $svc := include "deskpilot.fullname" . -}}
 {{- $ns := .Release.Namespace -}}
 {{- $hosts := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) -}}
 {{- if .Values.ingress.enabled }}{{ $hosts = append $hosts .Values.ingress.host }}{{ end -}}
-{{- join "," (concat $hosts .Values.mcpAllowedHosts) -}}
+{{- join "," (concat $hosts .Values.allowedHosts (.Values.mcpAllowedHosts | default list)) -}}
 {{- end -}}
 
 {{- define "deskpilot.claim" -}}

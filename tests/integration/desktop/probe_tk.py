@@ -1,7 +1,8 @@
 """A tiny Tk program the desktop tests drive: one Text widget on a coloured window.
 
 It writes its state as JSON to OUT (atomically, whenever it changes): the text, the selected text, whether
-the window has the keyboard focus, and the mouse buttons pressed on it.
+the window has the keyboard focus, the mouse buttons pressed on it, and every button and key press with the
+modifier state X delivered it with ([button or keysym number, state]; Shift 1, Control 4, Mod1/Alt 8).
 
     python probe_tk.py OUT TITLE GEOMETRY COLOUR [INITIAL_TEXT]
 """
@@ -24,7 +25,19 @@ text.insert("1.0", initial)
 text.mark_set("insert", "end")
 text.focus_set()
 buttons: list[int] = []
-root.bind_all("<Button>", lambda e: buttons.append(e.num))
+clicks: list[list[int]] = []
+keys: list[list[int]] = []
+
+
+def button(e: tk.Event) -> None:
+    buttons.append(e.num)
+    clicks.append([e.num, int(e.state)])
+
+
+root.bind_all("<Button>", button)
+# recorded before the Text widget's own bindings, which may stop a key from propagating
+text.bindtags(("Record", *text.bindtags()))
+root.bind_class("Record", "<KeyPress>", lambda e: keys.append([e.keysym_num, int(e.state)]))
 last = None
 
 
@@ -36,6 +49,8 @@ def dump() -> None:
         "sel": text.get(*ranges) if ranges else "",
         "focus": root.focus_get() is not None,
         "buttons": buttons,
+        "clicks": clicks,
+        "keys": keys,
     }
     blob = json.dumps(state)
     if blob != last:

@@ -66,6 +66,22 @@ def test_tool_schemas_are_the_http_models() -> None:
         assert set(spec.mcp_schema()["properties"]) == set(model.model_fields) - {"action"}
 
 
+async def test_wait_takes_bytebots_default_duration(desktop: str) -> None:
+    """computer_wait without a duration waits 500 ms, as Bytebot's tool does; the HTTP API still wants it."""
+    async with Client(f"{desktop}/mcp") as client:
+        wait = next(t for t in (await client.list_tools()).tools if t.name == "computer_wait")
+        assert wait.input_schema["properties"]["duration"]["default"] == 500
+        assert "duration" not in wait.input_schema.get("required", [])
+        started = anyio.current_time()
+        assert not (await client.call_tool("computer_wait", {})).is_error
+        assert anyio.current_time() - started >= 0.5
+        started = anyio.current_time()
+        assert not (await client.call_tool("computer_wait", {"duration": 0})).is_error
+        assert anyio.current_time() - started < 0.5
+    async with httpx.AsyncClient() as http:
+        assert (await http.post(f"{desktop}/computer-use", json={"action": "wait"})).status_code == 400
+
+
 @pytest.mark.parametrize("transport", ["sse", "streamable-http"])
 async def test_moves_the_mouse_and_reads_the_position_back(desktop: str, transport: str) -> None:
     async with Client(transports(desktop)[transport]) as client:

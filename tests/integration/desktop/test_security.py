@@ -39,6 +39,11 @@ MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 # only refused here; the MCP client opens it below).
 ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/computer-use", {"action": "cursor_position"}),
+    ("POST", "/compat/bytebot/computer-use", {"action": "cursor_position"}),
+    ("POST", "/compat/bytebot/input-tracking/start", None),
+    ("POST", "/compat/bytebot/input-tracking/stop", None),
+    ("GET", "/compat/bytebot/mcp", None),
+    ("POST", "/compat/bytebot/mcp", PING),
     ("POST", "/reset", {}),  # only refused here: test_reset.py resets a desktop of its own
     ("GET", "/mcp", None),
     ("POST", "/mcp", PING),
@@ -55,6 +60,9 @@ ROUTE_IDS = [f"{method} {path}" for method, path, _ in ROUTES]
 # What each answers with the token (the MCP routes answer the SDK's own errors to these bare requests).
 OPENED = {"/computer-use": 200, "/vnc": 307, "/vnc/vnc.html": 200, "/vnc/core/rfb.js": 200}
 OPENED |= {"/docs": 200, "/openapi.json": 200, "/no-such-route": 404}
+OPENED |= {
+    f"/compat/bytebot/{path}": 201 for path in ("computer-use", "input-tracking/start", "input-tracking/stop")
+}
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +157,19 @@ def test_a_foreign_origin_changes_nothing(guarded: Desktop) -> None:
     for origin in (DASHBOARD, guarded.url):  # configured, and the service's own
         assert send(guarded, "POST", "/computer-use", move, Origin=origin, **BEARER).status_code == 200
     assert guarded.x.pointer() == (600, 600)
+
+
+def test_a_foreign_origin_changes_nothing_through_the_bytebot_prefix(guarded: Desktop) -> None:
+    move_to(guarded, 30, 30)
+    move = {"action": "move_mouse", "coordinates": {"x": 700, "y": 700}}
+    r = send(guarded, "POST", "/compat/bytebot/computer-use", move, Origin=FOREIGN, **BEARER)
+    assert_refused(r, 403, f"origin {FOREIGN!r}")
+    r = send(guarded, "POST", "/compat/bytebot/computer-use", move, Host=ATTACKER, **BEARER)
+    assert_refused(r, 400, f"Host '{ATTACKER}' is not allowed")
+    assert send(guarded, "POST", "/compat/bytebot/computer-use", move).status_code == 401
+    assert guarded.x.pointer() == (30, 30)
+    assert send(guarded, "POST", "/compat/bytebot/computer-use", move, **BEARER).status_code == 201
+    assert guarded.x.pointer() == (700, 700)
 
 
 def test_a_foreign_origin_may_read_but_gets_no_cors_header(guarded: Desktop) -> None:

@@ -212,6 +212,25 @@ def test_list_tasks_newest_first_with_filters_and_total(api: httpx.Client, db_ur
     assert api.get("/tasks", params={"status": "PENDING"}).headers["x-total-count"] == "3"
 
 
+def test_list_endpoints_page_by_page_as_well_as_by_offset(api: httpx.Client) -> None:
+    """?page=2 is the second page of `limit` items, never page 1 again; page with offset is refused."""
+    ids = [create(api, f"task {i}")["id"] for i in range(5)][::-1]  # newest first
+    pages = [
+        [t["id"] for t in api.get("/tasks", params={"limit": 2, "page": n}).json()] for n in (1, 2, 3, 4)
+    ]
+    assert pages == [ids[0:2], ids[2:4], ids[4:], []]
+    same = api.get("/tasks", params={"limit": 2, "offset": 2})
+    assert [t["id"] for t in same.json()] == pages[1] and same.headers["x-total-count"] == "5"
+    task = ids[0]
+    for text in ("one", "two", "three"):
+        api.post(f"/tasks/{task}/messages", json={"content": text})
+    second = api.get(f"/tasks/{task}/messages", params={"limit": 2, "page": 2}).json()
+    assert [m["content"][0]["text"] for m in second] == ["two", "three"]  # after the description and "one"
+    for path in ("/tasks", f"/tasks/{task}/messages"):
+        assert_error(api.get(path, params={"page": 2, "offset": 0}), 400, "page: give either")
+        assert_error(api.get(path, params={"page": 0}), 400, "page:")
+
+
 @pytest.mark.parametrize(
     ("params", "fragment"),
     [

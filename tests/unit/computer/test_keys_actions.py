@@ -77,9 +77,58 @@ def test_every_alias_resolves() -> None:
 
 def test_single_characters_are_keys() -> None:
     assert keys.resolve("a") == ord("a")
-    assert keys.resolve("A") == ord("A")
     assert keys.resolve("é") == 0xE9
     assert keys.resolve("美") == 0x01000000 + ord("美")
+    assert keys.resolve("!") == ord("!")  # not a letter: the character
+
+
+def test_a_single_letter_names_its_key_whatever_its_case() -> None:
+    """["LeftControl", "C"] is ctrl+c: an upper-case letter is the key, not the character (Shift is named)."""
+    assert keys.resolve("C") == keys.resolve("c") == ord("c")
+    assert keys.resolve("É") == 0xE9
+    assert keys.char_keysym("C") == ord("C")  # type_text still types the character
+
+
+# The key names Bytebot's prompt lists as valid (nut-js's Key enum), all 134 of them.
+BYTEBOT_NAMED_KEYS = """
+    Add AudioForward AudioMute AudioNext AudioPause AudioPlay AudioPrev AudioRandom AudioRepeat
+    AudioRewind AudioStop AudioVolDown AudioVolUp Backslash Backspace CapsLock Clear Comma
+    Decimal Delete Divide Down End Enter Equal Escape Fn Grave Home Insert
+    Left LeftAlt LeftBracket LeftCmd LeftControl LeftShift LeftSuper LeftWin Menu Minus Multiply
+    NumLock PageDown PageUp Pause Period Print Quote Return Right RightAlt RightBracket RightCmd
+    RightControl RightShift RightSuper RightWin ScrollLock Semicolon Slash Space Subtract Tab Up
+"""
+BYTEBOT_KEYS = [
+    *"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    *BYTEBOT_NAMED_KEYS.split(),
+    *(f"F{n}" for n in range(1, 25)),
+    *(f"Num{n}" for n in range(10)),
+    *(f"NumPad{n}" for n in range(10)),
+]
+
+
+def test_every_key_name_of_bytebots_prompt_resolves() -> None:
+    assert len(set(BYTEBOT_KEYS)) == 134
+    for name in BYTEBOT_KEYS:
+        assert keys.resolve(name), name
+
+
+# The names of Bytebot's prompt we used to refuse, and two spellings besides, with the values of xorgproto's
+# XF86keysym.h (the desktop tests check that these arrive in a window).
+XF86_KEYS = [
+    ("AudioForward", 0x1008FF97),
+    ("AudioRandom", 0x1008FF99),
+    ("AudioRepeat", 0x1008FF98),
+    ("AudioRewind", 0x1008FF3E),
+    ("Fn", 0x100811D0),  # XF86Fn, the evdev Fn key (not in python-xlib's table)
+    ("XF86Fn", 0x100811D0),
+    ("AudioRaiseVolume", 0x1008FF13),
+]
+
+
+@pytest.mark.parametrize(("name", "keysym"), XF86_KEYS)
+def test_the_media_keys_and_fn_are_their_xf86_keysyms(name: str, keysym: int) -> None:
+    assert keys.resolve(name) == keysym
 
 
 def test_unknown_key_suggests_the_closest_names() -> None:
