@@ -150,7 +150,6 @@ class NativeAppliance(Endpoints):
     def env(self) -> dict[str, str]:
         env = {
             **os.environ,
-            **self.settings,
             "DESKPILOT_DISPLAY": self.display,
             "DESKPILOT_HOST": "127.0.0.1",
             "DESKTOP_PORT": str(self.desktop_port),
@@ -161,6 +160,7 @@ class NativeAppliance(Endpoints):
             "DESKPILOT_STATE_DIR": str(self.state_dir),
             "DESKPILOT_RUN_DIR": str(self.run_dir),
             "DESKPILOT_VENV": str(self.venv or default_venv(self.checkout)),
+            **self.settings,  # last: a setting given may change any of the above (DESKPILOT_HOST ...)
         }
         env.pop("DESKPILOT_TOKEN", None)
         if self.token:
