@@ -7,7 +7,7 @@ STAMP := $(VENV)/.stamp
 IMAGE ?= deskpilot
 
 .DEFAULT_GOAL := help
-.PHONY: help system system-test venv run test e2e bench helm-lint lint format image image-test
+.PHONY: help system system-test venv run demo test e2e bench helm-lint lint format image image-test
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -19,7 +19,7 @@ system-test:
 	@scripts/install-system.sh --test
 
 $(STAMP): pyproject.toml constraints.txt scripts/install-python.sh
-	scripts/install-python.sh $(VENV) test
+	scripts/install-python.sh $(VENV) server,test
 	@touch $@
 
 venv: $(STAMP) ## create/refresh the Python venv
@@ -29,6 +29,9 @@ $(HELM): scripts/install-helm.sh
 
 run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stops it); settings: docs/operations.md
 	DESKPILOT_VENV=$(abspath $(VENV)) scripts/appliance.sh
+
+demo: $(STAMP) ## one task end to end on the desktop of a running `make run`, by a scripted model (no key)
+	$(PY) scripts/demo.py
 
 test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite (the image too: it starts an engine)
 	$(VENV)/bin/ruff check .
@@ -61,5 +64,8 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 image: ## build the container image; installs and starts a Docker engine first when none answers (README)
 	scripts/build-image.sh $(IMAGE)
 
-image-test: system-test $(STAMP) ## build the image from this checkout, boot it and check it (tests/image)
+image-demo: $(STAMP) ## one task end to end on the desktop of a running `make run`, by a scripted model (no key)
+	$(PY) scripts/demo.py
+
+test: system-test $(STAMP) ## build the image from this checkout, boot it and check it (tests/image)
 	$(VENV)/bin/pytest -m image tests/image

@@ -113,7 +113,7 @@ def main() -> None:
                 {"DESKTOP_DISPLAY": display.name},
             ),
             service(
-                [PY, "-m", "tests.fakes.llm_server", "--port", str(lport), "--then", step],
+                [PY, "-m", "deskpilot.scripted", "--port", str(lport), "--then", step],
                 f"http://127.0.0.1:{lport}/v1/models",
             ),
         ):

@@ -55,7 +55,7 @@ def tree_memory(procs: list[psutil.Process]) -> tuple[float, float, list[tuple[f
 def boot_once() -> tuple[float, float, float, list[tuple[float, float, str]]]:
     a = Appliance().start()
     try:
-        seconds = a.wait_healthy()
+        seconds = a.wait_ready()
         time.sleep(5)
         rss, pss, rows = tree_memory(a.processes())
         return seconds, rss, pss, rows

@@ -32,6 +32,8 @@ class DesktopSettings(BaseSettings):
     # relative write_file/read_file paths resolve here; default: the desktop user's ~/Desktop
     files_dir: Path | None = None
     max_file_bytes: int = Field(default=100 << 20, gt=0)
+    # what POST /reset brings the home back to; default: rootfs/home/user of the appliance's checkout
+    skeleton: Path | None = None
     # seconds `application` waits for a launched program's window before answering 504
     app_timeout: float = Field(default=60.0, gt=0)
 

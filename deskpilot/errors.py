@@ -1,4 +1,5 @@
-"""The two error shapes (docs/design.md), one exception type per failure class, mapped to HTTP here only.
+"""The two error shapes (docs/design.md), one exception type per failure class, mapped to HTTP here only;
+and ``ClientError``, what a client raises for either shape.
 
 Desktop service: ``{"success": false, "error": "<what is wrong and how to fix it>"}``.
 Agent service:   ``{"statusCode": 404, "message": "Task with ID <id> not found", "error": "Not Found"}``.
@@ -146,3 +147,30 @@ def reason_phrase(status: int) -> str:
 def agent_error_body(status: int, message: str) -> dict[str, Any]:
     """The task service's error body; the UI answers in the same shape for its proxy and fragments."""
     return {"statusCode": status, "message": message, "error": reason_phrase(status)}
+
+
+# ---------------------------------------------------------------------------------------------- clients
+
+
+class ClientError(Exception):
+    """A service refused or failed a client's request, or did not answer (``status`` 0).
+
+    ``detail`` is the service's own message (its ``error`` or ``message`` field); ``message`` also says
+    which request it was: ``click_mouse failed (400): coordinates.x: ...``.
+    """
+
+    def __init__(self, message: str, status: int = 0, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.detail = message if detail is None else detail
+
+
+def error_detail(body: Any) -> str | None:
+    """The message of either error shape (``error`` of the desktop's, ``message`` of the task service's)."""
+    if not isinstance(body, dict):
+        return None
+    for key in ("message", "error"):
+        if isinstance(body.get(key), str) and body[key]:
+            return str(body[key])
+    return None

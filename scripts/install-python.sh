@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Python layer: a venv built from Debian's /usr/bin/python3 (a pyenv interpreter under /root could not be
 # executed by the desktop user), with the exact versions of constraints.txt.
-#   scripts/install-python.sh VENV_DIR [EXTRAS]     e.g. scripts/install-python.sh .venv test
-#   scripts/install-python.sh --deps-only VENV_DIR  the image's venv: the runtime dependencies alone (a layer
+#   scripts/install-python.sh VENV_DIR [EXTRAS]     e.g. scripts/install-python.sh .venv server,test
+#   scripts/install-python.sh --deps-only VENV_DIR  the image's venv: the server's dependencies alone (a layer
 #                                                   that only pyproject.toml and constraints.txt invalidate),
 #                                                   the checkout on the venv's path; no pip cache, no bytecode
 #                                                   (scripts/precompile.py writes what is used), and none of
@@ -21,8 +21,10 @@ pip=("$venv/bin/pip" install -q --disable-pip-version-check)
 
 [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv "$venv"
 if [[ -n $deps_only ]]; then
-  # [project].dependencies of pyproject.toml, read by the venv's own interpreter
-  read_deps='import sys, tomllib; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))'
+  # the base dependencies of pyproject.toml (the client) and its `server` extra, read by the venv's own
+  # interpreter
+  read_deps='import sys, tomllib; p = tomllib.load(open(sys.argv[1], "rb"))["project"]
+print("\n".join(p["dependencies"] + p["optional-dependencies"]["server"]))'
   "$venv/bin/python" -c "$read_deps" "$here/pyproject.toml" >"$venv/requirements.txt"
   "${pip[@]}" --no-cache-dir --no-compile -c "$here/constraints.txt" -r "$venv/requirements.txt"
   rm "$venv/requirements.txt"

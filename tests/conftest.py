@@ -11,6 +11,8 @@ import pytest
 from tests.support import security
 from tests.support.xvfb import Display, managed_display
 
+pytest_plugins = ["pytester"]  # the pytest plugin's tests (tests/integration/client/test_plugin.py)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def no_security_from_the_environment() -> Iterator[None]:

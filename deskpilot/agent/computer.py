@@ -20,7 +20,7 @@ import pybase64
 from deskpilot.agent.context import image_block, text_block
 from deskpilot.agent.frames import png_size, resize_png, settle
 from deskpilot.computer.actions import ACTION_MODELS, parse_action
-from deskpilot.computer.client import DesktopClient, DesktopClientError
+from deskpilot.computer.client import AsyncDesktop, DesktopClientError
 from deskpilot.computer.geometry import Size, scaled_size, to_model, to_screen
 from deskpilot.computer.tools import CHANGES_SCREEN, CLIENT_FIELDS
 from deskpilot.config import AgentSettings
@@ -78,7 +78,7 @@ def map_coordinates(args: dict[str, Any], image: Size) -> dict[str, Any]:
 class Computer:
     """The desktop as the model sees it: scaled screenshots and model-space coordinates."""
 
-    def __init__(self, desktop: DesktopClient, settings: AgentSettings) -> None:
+    def __init__(self, desktop: AsyncDesktop, settings: AgentSettings) -> None:
         self.desktop = desktop
         self.image = scaled_size(settings.screenshot_width)
         self.settle_within = settings.settle_timeout_ms / 1000

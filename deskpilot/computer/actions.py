@@ -35,6 +35,7 @@ MAX_KEYS, MAX_PATH_POINTS = 100, 10_000
 Button = Literal["left", "right", "middle", "back", "forward"]
 Press = Literal["up", "down"]
 ScrollDirection = Literal["up", "down", "left", "right"]
+ImageFormat = Literal["png", "jpeg", "webp"]
 ApplicationName = Literal[
     "browser", "password_manager", "email_client", "code_editor", "terminal", "desktop", "directory"
 ]
@@ -211,7 +212,7 @@ class Screenshot(_Action):
     """Capture the screen. Without options: the whole screen at full size as a lossless PNG."""
 
     action: Literal["screenshot"]
-    format: Literal["png", "jpeg", "webp"] = Field(default="png", description="image format (default png)")
+    format: ImageFormat = Field(default="png", description="image format (default png)")
     quality: Annotated[int, JSONNumber] = Field(
         default=80, ge=1, le=100, description="jpeg/webp quality; ignored for png"
     )

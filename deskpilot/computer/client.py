@@ -1,67 +1,171 @@
-"""Async client of the desktop service's one endpoint, ``POST {AGENT_DESKTOP_URL}/computer-use``."""
+"""The desktop service's HTTP client: ``Desktop`` (blocking) and ``AsyncDesktop`` (asyncio).
+
+One typed method per action (``client_actions.py``, generated from the action models), ``action()`` for a
+raw request, and ``reset()``/``health()``. Each typed call is validated by its action's model before it is
+sent, so a mistake fails at once with the message the service would give (status 400); fields left at the
+model's default are not sent. An error answer, or none, raises ``DesktopClientError`` with the status (0
+when the service is unreachable) and the service's message. ``token`` is the appliance's
+``DESKPILOT_TOKEN``, sent as ``Authorization: Bearer`` (never in a URL). The task service's worker and the
+agent loop use ``AsyncDesktop`` too: there is one desktop client.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from types import TracebackType
+from typing import Any, Self, TypeVar
 
 import httpx
-import pybase64
+import orjson
+from pydantic_core import PydanticUndefined
+
+from deskpilot.computer.actions import ACTION_MODELS, parse_action
+from deskpilot.computer.client_actions import Actions, AsyncActions, Result
+from deskpilot.errors import ClientError, InvalidAction, error_detail
+
+T = TypeVar("T")
+DEFAULT_TIMEOUT = 60.0
 
 
-class DesktopClientError(Exception):
-    """The desktop refused or failed an action; ``status`` is its HTTP status (0 when unreachable)."""
-
-    def __init__(self, message: str, status: int = 0) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
+class DesktopClientError(ClientError):
+    """The desktop refused or failed an action, or did not answer (``status`` 0)."""
 
 
-class DesktopClient:
-    """``token``: the desktop's ``DESKPILOT_TOKEN``, sent as ``Authorization: Bearer`` (never in a URL)."""
+def request_body(action: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The JSON of a typed call: validated by the action's model; None and the model's defaults left out."""
+    model = ACTION_MODELS[action]
+    body = {"action": action}
+    for name, value in fields.items():
+        default = model.model_fields[name].default
+        if value is not None and (default is PydanticUndefined or value != default):
+            body[name] = value
+    try:
+        parse_action(body)
+    except InvalidAction as exc:
+        raise DesktopClientError(f"{action} failed (400): {exc.message}", 400, exc.message) from None
+    return body
+
+
+def answer(response: httpx.Response, what: str) -> dict[str, Any]:
+    """The body of a successful answer; DesktopClientError with the status and message of any other."""
+    try:
+        body = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        body = None
+    if response.status_code < 400 and isinstance(body, dict) and body.get("success", True):
+        return body
+    status, detail = response.status_code, error_detail(body) or response.text[:200]
+    raise DesktopClientError(f"{what} failed ({status}): {detail}", status, detail)
+
+
+def unreachable(base_url: str, exc: httpx.HTTPError) -> DesktopClientError:
+    return DesktopClientError(f"desktop service at {base_url} unreachable: {exc!r}")
+
+
+def bearer(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def json_headers(token: str | None) -> dict[str, str]:
+    return {**bearer(token), "Content-Type": "application/json"}
+
+
+class AsyncDesktop(AsyncActions):
+    """The desktop service at ``url`` (``http://127.0.0.1:9990``), from asyncio code."""
 
     def __init__(
         self,
-        base_url: str,
-        timeout: float = 60.0,
-        client: httpx.AsyncClient | None = None,
-        *,
+        url: str,
         token: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        client: httpx.AsyncClient | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = url.rstrip("/")
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout)
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._headers, self._json = bearer(token), json_headers(token)
 
     async def aclose(self) -> None:
         await self._client.aclose()
 
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def _post(self, path: str, body: dict[str, Any], what: str) -> dict[str, Any]:
+        try:
+            r = await self._client.post(path, content=orjson.dumps(body), headers=self._json)
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc
+        return answer(r, what)
+
+    async def _act(self, action: str, fields: dict[str, Any], result: Result[T]) -> T:
+        return result(await self._post("/computer-use", request_body(action, fields), action))
+
     async def action(self, action: str, **fields: Any) -> dict[str, Any]:
-        """Run one action; returns the result body, raises DesktopClientError unless ``success`` is true."""
-        try:
-            r = await self._client.post(
-                "/computer-use", json={"action": action, **fields}, headers=self._headers
-            )
-        except httpx.HTTPError as e:
-            raise DesktopClientError(f"desktop service at {self.base_url} unreachable: {e!r}") from e
-        try:
-            body = r.json()
-        except ValueError:
-            body = {}
-        if r.status_code >= 400 or not isinstance(body, dict) or not body.get("success"):
-            detail = body.get("error") or body.get("message") if isinstance(body, dict) else None
-            raise DesktopClientError(
-                f"{action} failed ({r.status_code}): {detail or r.text[:200]}", r.status_code
-            )
-        return body
+        """Send ``{"action": action, **fields}`` as given (no validation here); the answer's body."""
+        return await self._post("/computer-use", {"action": action, **fields}, action)
 
-    async def write_file(self, path: str, data: bytes, *, overwrite: bool = True) -> str:
-        """Write ``data`` at ``path`` on the desktop (relative: under ~/Desktop); returns its message.
-        With ``overwrite=False`` an existing file is left alone: DesktopClientError with status 409."""
-        encoded = pybase64.b64encode(data).decode("ascii")
-        extension = {} if overwrite else {"overwrite": False}  # the spec's request unless asked otherwise
-        body = await self.action("write_file", path=path, data=encoded, **extension)
-        return str(body.get("message", ""))
+    async def reset(self) -> dict[str, Any]:
+        """``POST /reset``: applications closed, the home back to its skeleton, input released."""
+        return await self._post("/reset", {}, "reset")
 
-    async def read_file(self, path: str) -> bytes:
-        body = await self.action("read_file", path=path)
-        return pybase64.b64decode(body.get("data", ""))
+    async def health(self) -> dict[str, Any]:
+        try:
+            return answer(await self._client.get("/health", headers=self._headers), "health")
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc
+
+
+class Desktop(Actions):
+    """The desktop service at ``url`` (``http://127.0.0.1:9990``), blocking."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        client: httpx.Client | None = None,
+    ) -> None:
+        self.base_url = url.rstrip("/")
+        self._client = client or httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._headers, self._json = bearer(token), json_headers(token)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _post(self, path: str, body: dict[str, Any], what: str) -> dict[str, Any]:
+        try:
+            r = self._client.post(path, content=orjson.dumps(body), headers=self._json)
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc
+        return answer(r, what)
+
+    def _act(self, action: str, fields: dict[str, Any], result: Result[T]) -> T:
+        return result(self._post("/computer-use", request_body(action, fields), action))
+
+    def action(self, action: str, **fields: Any) -> dict[str, Any]:
+        """Send ``{"action": action, **fields}`` as given (no validation here); the answer's body."""
+        return self._post("/computer-use", {"action": action, **fields}, action)
+
+    def reset(self) -> dict[str, Any]:
+        """``POST /reset``: applications closed, the home back to its skeleton, input released."""
+        return self._post("/reset", {}, "reset")
+
+    def health(self) -> dict[str, Any]:
+        try:
+            return answer(self._client.get("/health", headers=self._headers), "health")
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc

@@ -7,6 +7,7 @@ environment, see ``DesktopSettings``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -53,6 +54,15 @@ class ErrorBody(BaseModel):
     message: str | None = None
 
 
+class ResetResult(BaseModel):
+    """200 body of ``POST /reset``: application windows closed, home entries deleted, milliseconds taken."""
+
+    success: Literal[True]
+    closed: int
+    removed: int
+    ms: float
+
+
 router = APIRouter()
 
 
@@ -75,6 +85,16 @@ async def computer_use(request: Request) -> Response:
     action = actions.parse_action_json(await read_action_body(request))
     outcome = await request.app.state.controller.perform(action)
     return Response(outcome.to_json(), media_type="application/json")
+
+
+@router.post(
+    "/reset",
+    summary="A clean desktop between two tests: input released, applications closed, home reset",
+    responses={200: {"model": ResetResult}, **{status: {"model": ErrorBody} for status in (404, 409, 503)}},
+)
+async def reset(request: Request) -> Response:
+    report = await request.app.state.controller.reset()
+    return json_response({"success": True, **dataclasses.asdict(report)})
 
 
 @router.get(

@@ -29,6 +29,7 @@ from deskpilot.desktop.keyboard import KeyboardActions
 from deskpilot.desktop.mouse import MouseActions
 from deskpilot.desktop.outcome import Outcome
 from deskpilot.desktop.paste import PasteActions
+from deskpilot.desktop.reset import Reset
 from deskpilot.desktop.windows import WindowActions
 from deskpilot.errors import DesktopError, InvalidAction, TooLarge
 
@@ -51,6 +52,7 @@ class DesktopController:
         shared = Input(self.connections)
         mouse, keyboard = MouseActions(shared), KeyboardActions(shared)
         self.windows = WindowActions(shared, self.settings, self.user)
+        self.reset = Reset(shared, self.windows, self.files, self.settings.skeleton)
         self._handlers: dict[type[actions.Action], Handler] = {
             actions.MoveMouse: mouse.move_mouse,
             actions.TraceMouse: mouse.trace_mouse,

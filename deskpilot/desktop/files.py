@@ -137,6 +137,14 @@ class FileStore:
     async def read(self, path: str) -> FileContent:
         return await self._run(self._read, self.resolve(path))
 
+    async def as_user(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on a file thread: with the desktop user's rights only (``POST /reset``)."""
+        return await self._run(self._on_user_thread, fn, *args)
+
+    def _on_user_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        self._on_file_thread()
+        return fn(*args)
+
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, fn, *args)

@@ -222,6 +222,17 @@ class XConnection:
     def key(self, keycode: int, down: bool) -> None:
         xtest.fake_input(self.display, X.KeyPress if down else X.KeyRelease, keycode)
 
+    def release_all(self) -> None:
+        """Release every key and mouse button that is down (a client that died mid-chord left them)."""
+        pressed = self.display.query_keymap()
+        for keycode in range(self._min_kc, self._max_kc + 1):
+            if pressed[keycode // 8] & (1 << (keycode % 8)):
+                self.key(keycode, False)
+        mask = self.root.query_pointer().mask
+        for button, bit in enumerate((X.Button1Mask, X.Button2Mask, X.Button3Mask), start=1):
+            if mask & bit:
+                self.button(button, False)
+
     def bind(self, keysyms: set[int]) -> bool:
         """Bind keysyms missing from the layout to scratch keycodes; True if the keymap changed.
 
@@ -308,6 +319,34 @@ class XConnection:
         except error.XError:
             return "", ""
         return cls if cls else ("", "")
+
+    def application_windows(self) -> list[int]:
+        """Client windows but the desktop's own (the desktop background and the panels)."""
+        shell = {self.atom("_NET_WM_WINDOW_TYPE_DESKTOP"), self.atom("_NET_WM_WINDOW_TYPE_DOCK")}
+        out = []
+        for wid in self.client_windows():
+            try:
+                window = self.display.create_resource_object("window", wid)
+                kinds = window.get_full_property(self.atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM)
+            except error.XError:
+                continue  # gone
+            if not (kinds and shell & set(kinds.value)):
+                out.append(wid)
+        return out
+
+    def window_pid(self, wid: int) -> int:
+        """The _NET_WM_PID the window's client claims (0 if none): a hint, never proof."""
+        try:
+            window = self.display.create_resource_object("window", wid)
+            prop = window.get_full_property(self.atom("_NET_WM_PID"), Xatom.CARDINAL)
+        except error.XError:
+            return 0
+        return int(prop.value[0]) if prop and len(prop.value) else 0
+
+    def kill_client(self, wid: int) -> None:
+        """Close the window's client connection (XKillClient): its program loses the display and exits."""
+        with contextlib.suppress(error.XError):
+            self.display.create_resource_object("window", wid).kill_client()
 
     def active_window(self) -> int:
         prop = self.root.get_full_property(self.atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW)

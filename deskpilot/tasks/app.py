@@ -17,7 +17,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
 from deskpilot import __version__, logs
-from deskpilot.computer.client import DesktopClient
+from deskpilot.computer.client import AsyncDesktop
 from deskpilot.config import SecuritySettings, TaskSettings
 from deskpilot.security import Guard, policy_for
 from deskpilot.tasks.events import EventHub
@@ -39,7 +39,7 @@ def create_app(
     settings: TaskSettings | None = None,
     *,
     executor: Executor | None = None,
-    desktop: DesktopClient | None = None,
+    desktop: AsyncDesktop | None = None,
     security: SecuritySettings | None = None,
 ) -> FastAPI:
     """``security`` defaults to the environment (``DESKPILOT_*``): the token this service requires and
@@ -53,8 +53,8 @@ def create_app(
         store = await Store.open(settings.database_url, desktop_files_dir=settings.desktop_files_dir)
         hub = EventHub()
         store.subscribe(hub.publish)
-        client = desktop or DesktopClient(
-            settings.desktop_url, settings.desktop_timeout, token=security.token_value()
+        client = desktop or AsyncDesktop(
+            settings.desktop_url, security.token_value(), timeout=settings.desktop_timeout
         )
         run = executor or load_executor(settings.executor)
         warming = _warm_up(run)

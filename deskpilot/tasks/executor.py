@@ -23,7 +23,7 @@ import importlib
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from deskpilot.computer.client import DesktopClient
+from deskpilot.computer.client import AsyncDesktop
 from deskpilot.tasks.models import Message, Summary, Task
 from deskpilot.tasks.store import Store
 from deskpilot.tasks.types import Role, TaskPriority, TaskStatus
@@ -34,7 +34,7 @@ UNAVAILABLE = "agent loop not available in this build"
 class TaskContext:
     """What an executor gets besides the task id: its task's history, the desktop, and control."""
 
-    def __init__(self, store: Store, desktop: DesktopClient, task_id: str, poll_seconds: float) -> None:
+    def __init__(self, store: Store, desktop: AsyncDesktop, task_id: str, poll_seconds: float) -> None:
         self.store = store
         self.desktop = desktop
         self.task_id = task_id

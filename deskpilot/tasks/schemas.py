@@ -9,22 +9,17 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
 
 from deskpilot.tasks.models import Message, Task, TaskFile
-from deskpilot.tasks.types import Role, TaskPriority, TaskStatus, TaskType
+from deskpilot.tasks.types import Camel, Role, TaskPriority, TaskStatus, TaskType
 
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
-
-
-class _Camel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
 # --------------------------------------------------------------------------------------------- input
 
 
-class FileIn(_Camel):
+class FileIn(Camel):
     """A file sent inside a JSON create request."""
 
     name: str = Field(min_length=1, max_length=1024)
@@ -33,7 +28,7 @@ class FileIn(_Camel):
     type: str | None = Field(default=None, description="media type; guessed from the name when omitted")
 
 
-class TaskCreate(_Camel):
+class TaskCreate(Camel):
     description: str = Field(min_length=1, max_length=100_000)
     priority: TaskPriority = TaskPriority.MEDIUM
     type: TaskType | None = Field(default=None, description="IMMEDIATE (default) or SCHEDULED")
@@ -63,7 +58,7 @@ class TaskCreate(_Camel):
         return value
 
 
-class TaskPatch(_Camel):
+class TaskPatch(Camel):
     status: TaskStatus | None = None
     priority: TaskPriority | None = None
     description: str | None = Field(default=None, min_length=1, max_length=100_000)
@@ -92,7 +87,7 @@ class ContentBlock(BaseModel):
     type: str = Field(min_length=1)
 
 
-class MessageCreate(_Camel):
+class MessageCreate(Camel):
     content: (
         Annotated[str, Field(min_length=1, max_length=100_000, pattern=r"\S")]
         | Annotated[list[ContentBlock], Field(min_length=1)]
@@ -116,55 +111,6 @@ class MessageCreate(_Camel):
 
 
 # -------------------------------------------------------------------------------------------- output
-
-
-class TaskOut(_Camel):
-    id: str
-    description: str
-    status: TaskStatus
-    priority: TaskPriority
-    type: TaskType
-    scheduled_for: datetime | None
-    model: str | None
-    control: Role
-    created_by: Role
-    error: str | None
-    result: Any | None = None
-    created_at: datetime
-    updated_at: datetime
-    executed_at: datetime | None
-    completed_at: datetime | None
-
-
-class MessageOut(_Camel):
-    id: str
-    task_id: str
-    role: Role
-    content: list[dict[str, Any]]
-    created_at: datetime
-    updated_at: datetime
-
-
-class FileOut(_Camel):
-    id: str
-    name: str
-    media_type: str
-    size: int
-    path: str = Field(description="where the file is (or will be) on the desktop")
-    written_at: datetime | None = Field(description="when it was written onto the desktop")
-    created_at: datetime
-
-
-class TaskDetail(TaskOut):
-    messages: list[MessageOut]
-    files: list[FileOut]
-
-
-class ModelOut(_Camel):
-    provider: str
-    name: str
-    title: str
-    context_window: int | None = None
 
 
 class ErrorOut(BaseModel):

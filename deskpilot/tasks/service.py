@@ -7,7 +7,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from deskpilot.computer.client import DesktopClient
+from deskpilot.computer.client import AsyncDesktop
 from deskpilot.config import TaskSettings
 from deskpilot.errors import BadRequest, InvalidTransition
 from deskpilot.tasks.events import EventHub
@@ -23,7 +23,7 @@ class TaskService:
     settings: TaskSettings
     store: Store
     hub: EventHub
-    desktop: DesktopClient
+    desktop: AsyncDesktop
     worker: Worker | None
     executor: Executor
 

@@ -1,12 +1,20 @@
-"""The task API's vocabulary: statuses, priorities, types and roles, as they appear on the wire.
+"""The task API's vocabulary: statuses, priorities, types and roles, and the shapes of what it answers
+(tasks, messages, files, models), as they appear on the wire.
 
-A leaf module (no database, no web framework): the UI and clients import it to speak the task API's
-language without importing the service.
+A leaf module (no database, no web framework): the UI and clients (``deskpilot.client``) import it to speak
+the task API's language without importing the service. The service documents its answers in OpenAPI with
+these models and writes them with plain functions (``deskpilot.tasks.schemas``); the API's fuzz test checks
+every answer against them.
 """
 
 from __future__ import annotations
 
 import enum
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 
 class TaskStatus(enum.StrEnum):
@@ -47,3 +55,66 @@ FINISHED = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCEL
 
 # The kinds of event on the task service's WebSocket (/ws).
 EVENT_KINDS = ("task_created", "task_updated", "task_deleted", "new_message")
+
+
+# ------------------------------------------------------------------------------------------ answers
+
+
+class Camel(BaseModel):
+    """camelCase on the wire, snake_case in Python (either is accepted)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class TaskOut(Camel):
+    id: str
+    description: str
+    status: TaskStatus
+    priority: TaskPriority
+    type: TaskType
+    scheduled_for: datetime | None
+    model: str | None
+    control: Role
+    created_by: Role
+    error: str | None
+    result: Any | None = None
+    created_at: datetime
+    updated_at: datetime
+    executed_at: datetime | None
+    completed_at: datetime | None
+
+
+class MessageOut(Camel):
+    id: str
+    task_id: str
+    role: Role
+    content: list[dict[str, Any]]
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks, joined by blank lines."""
+        return "\n\n".join(str(b.get("text", "")) for b in self.content if b.get("type") == "text")
+
+
+class FileOut(Camel):
+    id: str
+    name: str
+    media_type: str
+    size: int
+    path: str = Field(description="where the file is (or will be) on the desktop")
+    written_at: datetime | None = Field(description="when it was written onto the desktop")
+    created_at: datetime
+
+
+class TaskDetail(TaskOut):
+    messages: list[MessageOut]
+    files: list[FileOut]
+
+
+class ModelOut(Camel):
+    provider: str
+    name: str
+    title: str
+    context_window: int | None = None

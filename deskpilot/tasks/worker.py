@@ -21,7 +21,7 @@ from http import HTTPStatus
 
 from sqlalchemy.engine import make_url
 
-from deskpilot.computer.client import DesktopClient, DesktopClientError
+from deskpilot.computer.client import AsyncDesktop, DesktopClientError
 from deskpilot.tasks.events import Event
 from deskpilot.tasks.executor import Executor, TaskContext
 from deskpilot.tasks.leases import Leases
@@ -45,7 +45,7 @@ class Worker:
         self,
         store: Store,
         executor: Executor,
-        desktop: DesktopClient,
+        desktop: AsyncDesktop,
         *,
         worker_id: str | None = None,
         lease_seconds: float = 30.0,

@@ -15,7 +15,7 @@ from tests.support.appliance import Appliance, agent_secrets
 def appliance() -> Iterator[Appliance]:
     a = Appliance(settings=agent_secrets()).start()
     try:
-        a.boot_seconds = a.wait_healthy()
+        a.boot_seconds = a.wait_ready()
         yield a
     finally:
         leftovers = a.stop()

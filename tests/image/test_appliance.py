@@ -26,7 +26,7 @@ from mcp.client.sse import sse_client
 from PIL import Image
 
 from deskpilot.computer.actions import ACTION_MODELS
-from tests.fakes.llm_server import Request, ScriptedLLM, Step, tool
+from deskpilot.scripted import Answer, Request, ScriptedModel, tool
 from tests.support.appliance import PROGRAMS
 from tests.support.container import HOME, ROOT, TOKEN_FILE, Container
 
@@ -48,14 +48,14 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLLM]:
+def llm() -> Iterator[ScriptedModel]:
     """The scripted model, on the host's loopback, which the container shares."""
-    with ScriptedLLM().serve() as server:
+    with ScriptedModel().serve() as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def run(image: str, llm: ScriptedLLM) -> Iterator[Run]:
+def run(image: str, llm: ScriptedModel) -> Iterator[Run]:
     agent = {
         "AGENT_OPENAI_BASE_URL": llm.base_url,
         "AGENT_OPENAI_BASE_MODEL": llm.model,
@@ -202,11 +202,11 @@ async def test_mcp_over_sse_lists_the_tools(run: Run) -> None:
     assert {t.name for t in tools} == {f"computer_{a}" for a in ACTION_MODELS}
 
 
-def test_a_task_runs_end_to_end_with_a_scripted_model(run: Run, llm: ScriptedLLM) -> None:
+def test_a_task_runs_end_to_end_with_a_scripted_model(run: Run, llm: ScriptedModel) -> None:
     c = run.container
     marker = uuid.uuid4().hex
 
-    def check_the_file(req: Request) -> Step:
+    def check_the_file(req: Request) -> Answer:
         assert req.last_tool_result_has_image(), "the model gets a screenshot after each action"
         wait_for(lambda: marker in c.exec("cat", f"{HOME}/{run.note}", check=False) or None, 30, "the file")
         return tool("set_task_status", status="completed", description=f"wrote ~/{run.note}")

@@ -12,9 +12,7 @@ appliance (100-399) all stay below HOST_DISPLAYS.
 from __future__ import annotations
 
 import json
-import random
 import re
-import secrets
 import subprocess
 import time
 import uuid
@@ -22,29 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.net import free_port
+from deskpilot.client.container import (
+    HOST_DISPLAYS,
+    EngineUnavailable,
+    ImageAppliance,
+    docker,
+    start_engine,
+)
+
+__all__ = ["HOST_DISPLAYS", "ROOT", "Container", "EngineUnavailable", "build", "docker", "start_engine"]
 
 ROOT = Path(__file__).resolve().parents[2]
-HOST_DISPLAYS = range(500, 1000)
 # Where the README mounts its volumes
 HOME = "/home/user"
 STATE = "/var/lib/deskpilot"
 RUN_DIR = "/run/deskpilot"
 TOKEN_FILE = f"{STATE}/token"  # where the appliance keeps the token it generates
 VENV = "/opt/deskpilot/.venv"
-
-
-class EngineUnavailable(RuntimeError):
-    """No Docker engine can be had here (scripts/docker-engine.sh exit status 3)."""
-
-
-def start_engine() -> None:
-    """An engine that answers (installed and started when missing); EngineUnavailable when none can be."""
-    r = subprocess.run([str(ROOT / "scripts" / "docker-engine.sh"), "start"], capture_output=True, text=True)
-    if r.returncode == 3:
-        raise EngineUnavailable(r.stderr.strip())
-    if r.returncode:
-        raise RuntimeError(f"docker-engine.sh start failed:\n{r.stderr}")
 
 
 def build(tag: str, *options: str) -> float:
@@ -54,84 +46,21 @@ def build(tag: str, *options: str) -> float:
     return time.monotonic() - started
 
 
-def docker(*args: str, check: bool = True, timeout: float = 120) -> str:
-    r = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-    if check and r.returncode:
-        raise RuntimeError(f"docker {' '.join(args)} exited {r.returncode}: {r.stderr.strip()}")
-    return r.stdout
-
-
-def free_host_display() -> str:
-    """A display number with no abstract or file socket and no lock file on this host."""
-    unix = Path("/proc/net/unix").read_text()
-    used = {int(n) for n in re.findall(r"@?/tmp/\.X11-unix/X(\d+)", unix)}
-    candidates = [n for n in HOST_DISPLAYS if n not in used]
-    random.shuffle(candidates)
-    for n in candidates:
-        if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists():
-            return f":{n}"
-    raise RuntimeError("no free X display number")
-
-
 @dataclass
-class Container:
-    """One appliance container on the host's network, with the README's two named volumes."""
+class Container(ImageAppliance):
+    """The product's image appliance (what ``deskpilot.sandbox(image=...)`` runs) with the README's two
+    named volumes, kept when it stops (a restart reuses them), and the tests' probes."""
 
-    image: str
-    env: dict[str, str] = field(default_factory=dict)
     name: str = field(default_factory=lambda: f"deskpilot-test-{uuid.uuid4().hex[:8]}")
-    volumes: tuple[str, str] = ("", "")  # home, state: new volumes unless given (a restart reuses them)
-    display: str = field(default_factory=free_host_display)
-    desktop_port: int = field(default_factory=free_port)
-    agent_port: int = field(default_factory=free_port)
-    ui_port: int = field(default_factory=free_port)
-    vnc_port: int = field(default_factory=free_port)
-    # DESKPILOT_TOKEN; None: none given, so a container listening beyond loopback generates one (read_token)
-    token: str | None = field(default_factory=lambda: secrets.token_urlsafe(24))
-    # the host's loopback only by default: the host network is shared; "0.0.0.0" as the image ships
-    host: str = "127.0.0.1"
-    started_at: float = 0.0
+    volumes: tuple[str, str] = ("", "")  # home, state: new volumes unless given
 
     def __post_init__(self) -> None:
         if not all(self.volumes):
             self.volumes = (f"{self.name}-home", f"{self.name}-state")
 
-    @property
-    def desktop_url(self) -> str:
-        return f"http://127.0.0.1:{self.desktop_port}"
-
-    @property
-    def agent_url(self) -> str:
-        return f"http://127.0.0.1:{self.agent_port}"
-
-    @property
-    def ui_url(self) -> str:
-        return f"http://127.0.0.1:{self.ui_port}"
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
-
-    def run(self) -> Container:
-        """`docker run -d` as the README's command, on the host's network; returns at once."""
-        settings = {
-            "DESKPILOT_DISPLAY": self.display,
-            "DESKPILOT_HOST": self.host,
-            "DESKTOP_PORT": str(self.desktop_port),
-            "AGENT_PORT": str(self.agent_port),
-            "UI_PORT": str(self.ui_port),
-            "DESKTOP_VNC_PORT": str(self.vnc_port),
-            **({"DESKPILOT_TOKEN": self.token} if self.token else {}),
-            **self.env,
-        }
-        env = [arg for k, v in settings.items() for arg in ("-e", f"{k}={v}")]
+    def options(self) -> list[str]:
         home, state = self.volumes
-        self.started_at = time.monotonic()
-        docker(
-            "run", "-d", "--name", self.name, "--network", "host", "--shm-size", "1g",
-            "-v", f"{home}:{HOME}", "-v", f"{state}:{STATE}", *env, self.image,
-        )  # fmt: skip
-        return self
+        return ["-v", f"{home}:{HOME}", "-v", f"{state}:{STATE}"]
 
     def inspect(self) -> dict[str, Any]:
         return json.loads(docker("inspect", self.name))[0]  # type: ignore[no-any-return]
@@ -188,16 +117,6 @@ class Container:
             if int(nspid[-1]) == pid:
                 return host
         raise LookupError(f"no process {pid} in {self.name}")
-
-    def stop(self, timeout: int = 10) -> float:
-        """`docker stop` (SIGTERM, then SIGKILL after `timeout` s); its seconds."""
-        started = time.monotonic()
-        docker("stop", "-t", str(timeout), self.name, timeout=timeout + 60)
-        return time.monotonic() - started
-
-    def logs(self) -> str:
-        r = subprocess.run(["docker", "logs", self.name], capture_output=True, text=True, timeout=60)
-        return r.stdout + r.stderr
 
     def memory_mib(self) -> float:
         """What `docker stats` reports: the cgroup's memory less its inactive page cache."""

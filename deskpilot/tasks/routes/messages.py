@@ -7,8 +7,8 @@ from starlette.responses import Response
 
 from deskpilot.tasks.deps import Service
 from deskpilot.tasks.routes.tasks import ERRORS, PageQuery
-from deskpilot.tasks.schemas import MessageCreate, MessageOut, message_json
-from deskpilot.tasks.types import Role
+from deskpilot.tasks.schemas import MessageCreate, message_json
+from deskpilot.tasks.types import MessageOut, Role
 from deskpilot.web import json_response
 
 router = APIRouter(prefix="/tasks/{task_id}/messages", tags=["messages"])

@@ -11,16 +11,8 @@ from starlette.responses import Response
 
 from deskpilot.errors import BadRequest
 from deskpilot.tasks.deps import Service
-from deskpilot.tasks.schemas import (
-    ErrorOut,
-    ModelOut,
-    TaskDetail,
-    TaskOut,
-    TaskPatch,
-    task_detail_json,
-    task_json,
-)
-from deskpilot.tasks.types import TaskStatus
+from deskpilot.tasks.schemas import ErrorOut, TaskPatch, task_detail_json, task_json
+from deskpilot.tasks.types import ModelOut, TaskDetail, TaskOut, TaskStatus
 from deskpilot.tasks.uploads import MULTIPART_SCHEMA, read_create_request
 from deskpilot.web import json_response
 

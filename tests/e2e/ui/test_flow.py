@@ -20,8 +20,8 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from deskpilot.config import UISettings
+from deskpilot.scripted import Answer, Request, ScriptedModel, text, tool
 from deskpilot.ui.server import create_app as ui_app
-from tests.fakes.llm_server import Request, ScriptedLLM, Step, text, tool
 from tests.integration.agent.harness import loop_settings, serve_agent
 from tests.support.browser import PageErrors
 from tests.support.net import ServerThread
@@ -30,8 +30,8 @@ DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 @pytest.fixture(scope="module")
-def llm() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM().serve() as server:
+def llm() -> Iterator[ScriptedModel]:
+    with ScriptedModel().serve() as server:
         yield server
 
 
@@ -54,20 +54,20 @@ def flow_script(notes: str, files_dir: Path, the_task: Callable[[], dict]) -> li
     """The model's side of the flow: read the upload, act, ask; after the answer, wait for the human to take
     over, then to cancel."""
 
-    def read_the_upload(req: Request) -> Step:
+    def read_the_upload(req: Request) -> Answer:
         assert f"{files_dir}/{notes}" in "\n".join(req.text_of("user")), "the upload is announced"
-        return Step(text="Let me read the file first.", calls=[("computer_read_file", {"path": notes})])
+        return Answer(text="Let me read the file first.", calls=[("computer_read_file", {"path": notes})])
 
-    def ask(req: Request) -> Step:
+    def ask(req: Request) -> Answer:
         assert "buy milk" in str(req.tool_results()), "the file's text reached the model"
         return text("Which name should the new file have?")
 
-    def after_the_answer_wait_for_takeover(req: Request) -> Step:
+    def after_the_answer_wait_for_takeover(req: Request) -> Answer:
         assert "Call it shopping.txt" in "\n".join(req.text_of("user")), "the reply reached the model"
         wait_until(lambda: the_task()["control"] == "USER", what="the human to take over")
         return tool("computer_move_mouse", coordinates={"x": 100, "y": 100})
 
-    def wait_for_cancel(req: Request) -> Step:
+    def wait_for_cancel(req: Request) -> Answer:
         assert "A human had control" in str(req.tool_results()[-1]["content"])
         wait_until(lambda: the_task()["status"] == "CANCELLED", what="the human to cancel")
         return text("stopped")
@@ -122,7 +122,7 @@ def check_the_conversation(page: Page, notes: str, files_dir: Path) -> Locator:
 
 
 def test_create_follow_answer_take_over_hand_back_and_cancel(
-    tmp_path, browser: Browser, desktop_url: str, desktop_files: Path, llm: ScriptedLLM
+    tmp_path, browser: Browser, desktop_url: str, desktop_files: Path, llm: ScriptedModel
 ) -> None:
     notes = f"notes-{uuid.uuid4().hex[:6]}.txt"
     agent_http: list[httpx.Client] = []
@@ -196,7 +196,7 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
 
 
 def test_a_task_for_review_is_marked_complete_from_its_page(
-    tmp_path, browser: Browser, desktop_url: str, desktop_files: Path, llm: ScriptedLLM
+    tmp_path, browser: Browser, desktop_url: str, desktop_files: Path, llm: ScriptedModel
 ) -> None:
     llm.play([tool("set_task_status", status="needs_review", description="Check the draft")])
     settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url, desktop_files)

@@ -9,28 +9,28 @@ from pathlib import Path
 import pytest
 
 from deskpilot.config import DesktopSettings
+from deskpilot.scripted import ScriptedModel
 from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
-from tests.fakes.llm_server import ScriptedLLM
 from tests.support.desktop_files import private_files_dir
 from tests.support.net import ServerThread
 from tests.support.xvfb import Display, managed_display
 
 
 @pytest.fixture(scope="session")
-def scripted_server() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM().serve() as llm:
+def scripted_server() -> Iterator[ScriptedModel]:
+    with ScriptedModel().serve() as llm:
         yield llm
 
 
 @pytest.fixture
-def scripted_llm(scripted_server: ScriptedLLM) -> ScriptedLLM:
+def scripted_llm(scripted_server: ScriptedModel) -> ScriptedModel:
     """The session's scripted LLM with an empty script: call ``.play([...])`` in the test."""
     scripted_server.play([])
     return scripted_server
 
 
 @pytest.fixture(scope="session")
-def llm_proxy(scripted_server: ScriptedLLM) -> Iterator[LiteLLMProxy]:
+def llm_proxy(scripted_server: ScriptedModel) -> Iterator[LiteLLMProxy]:
     """A real ``litellm --config`` proxy on loopback (master key set) whose one model is the scripted LLM."""
     with litellm_proxy(scripted_server.base_url) as proxy:
         yield proxy

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.fakes.llm_server import ScriptedLLM, tool
+from deskpilot.scripted import ScriptedModel, tool
 from tests.integration.agent.harness import service_process
 
 QUICK = 0.5  # seconds: every answer while LiteLLM loads must come well within a second
@@ -32,7 +32,7 @@ def answer_times(client: httpx.Client, busy: Callable[[], bool]) -> list[tuple[s
     return times
 
 
-def settings(tmp_path: Path, desktop_url: str, desktop_files: Path, llm: ScriptedLLM) -> dict[str, str]:
+def settings(tmp_path: Path, desktop_url: str, desktop_files: Path, llm: ScriptedModel) -> dict[str, str]:
     return {
         "database_url": f"sqlite:///{tmp_path}/agent.db",
         "desktop_url": desktop_url,
@@ -47,7 +47,7 @@ def settings(tmp_path: Path, desktop_url: str, desktop_files: Path, llm: Scripte
 
 
 def test_the_api_answers_while_the_first_task_loads_litellm(
-    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM
+    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
 ) -> None:
     scripted_llm.play([tool("set_task_status", status="completed", description="done")])
     with (
@@ -83,7 +83,7 @@ def test_the_api_answers_while_the_first_task_loads_litellm(
 
 
 def test_the_api_answers_while_the_first_model_list_loads_litellm(
-    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM
+    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
 ) -> None:
     with (
         service_process(tmp_path, **settings(tmp_path, desktop_url, desktop_files, scripted_llm)) as service,

@@ -7,8 +7,8 @@ import pytest
 
 from deskpilot.agent.llm import LLM, LLMRejected
 from deskpilot.config import AgentSettings
+from deskpilot.scripted import ScriptedModel, text, tool
 from tests.fakes.llm_proxy import LiteLLMProxy
-from tests.fakes.llm_server import ScriptedLLM, text, tool
 
 
 def proxy_settings(proxy: LiteLLMProxy, **kw) -> AgentSettings:
@@ -35,7 +35,7 @@ async def test_model_list_comes_from_the_proxys_model_info(llm_proxy: LiteLLMPro
 
 @pytest.mark.anyio
 async def test_tool_calls_pass_through_the_proxy_with_the_master_key(
-    llm_proxy: LiteLLMProxy, scripted_llm: ScriptedLLM
+    llm_proxy: LiteLLMProxy, scripted_llm: ScriptedModel
 ) -> None:
     scripted_llm.play([tool("computer_wait", duration=5), text("done?")])
     llm = LLM(proxy_settings(llm_proxy, model=llm_proxy.model_name))
@@ -58,7 +58,7 @@ async def test_tool_calls_pass_through_the_proxy_with_the_master_key(
 
 @pytest.mark.anyio
 async def test_a_wrong_proxy_key_is_rejected_without_retries(
-    llm_proxy: LiteLLMProxy, scripted_llm: ScriptedLLM
+    llm_proxy: LiteLLMProxy, scripted_llm: ScriptedModel
 ) -> None:
     s = AgentSettings(llm_proxy_url=llm_proxy.url, llm_proxy_key="sk-wrong", model=llm_proxy.model_name)
     with pytest.raises(LLMRejected):

@@ -19,9 +19,9 @@ import pytest
 
 from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.logs import Formatter
+from deskpilot.scripted import Answer, Request, ScriptedModel, fail, text, tool
 from deskpilot.tasks.store import Store
 from tests.fakes.llm_proxy import LiteLLMProxy
-from tests.fakes.llm_server import Request, ScriptedLLM, Step, fail, text, tool
 from tests.integration.agent.harness import (
     Agent,
     blocks,
@@ -38,7 +38,7 @@ COMPUTER_TOOLS = {f"computer_{a}" for a in ACTION_MODELS}
 
 @pytest.fixture
 def agent(
-    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM
+    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
 ) -> Iterator[Agent]:
     settings = loop_settings(tmp_path / "agent.db", desktop_url, scripted_llm.base_url, desktop_files)
     with serve_agent(settings) as a:
@@ -70,7 +70,7 @@ def read_desktop_file(desktop_url: str, path: str) -> bytes | None:
 
 
 def test_hello_txt_task_completes_and_the_file_exists(
-    agent: Agent, scripted_llm: ScriptedLLM, desktop_url: str, desktop_files: Path
+    agent: Agent, scripted_llm: ScriptedModel, desktop_url: str, desktop_files: Path
 ) -> None:
     folder = desktop_files / unique("hello")
     scripted_llm.play(hello_script(folder))
@@ -98,9 +98,9 @@ def test_hello_txt_task_completes_and_the_file_exists(
 
 
 def test_a_question_needs_help_and_a_user_message_resumes_to_completion(
-    agent: Agent, scripted_llm: ScriptedLLM
+    agent: Agent, scripted_llm: ScriptedModel
 ) -> None:
-    def answer_seen(req: Request) -> Step:
+    def answer_seen(req: Request) -> Answer:
         assert "Call it notes.txt" in "\n".join(req.text_of("user"))
         return tool("set_task_status", status="completed", description="Named it notes.txt")
 
@@ -116,7 +116,7 @@ def test_a_question_needs_help_and_a_user_message_resumes_to_completion(
     assert len(scripted_llm.requests) == 2
 
 
-def test_needs_review_waits_for_the_human_to_complete(agent: Agent, scripted_llm: ScriptedLLM) -> None:
+def test_needs_review_waits_for_the_human_to_complete(agent: Agent, scripted_llm: ScriptedModel) -> None:
     scripted_llm.play([tool("set_task_status", status="needs_review", description="Check the draft")])
     task = agent.create("Draft a reply")
     assert agent.wait(task["id"])["status"] == "NEEDS_REVIEW"
@@ -137,7 +137,7 @@ def test_the_step_budget_stops_the_run(
     tmp_path: Path,
     desktop_url: str,
     desktop_files: Path,
-    scripted_llm: ScriptedLLM,
+    scripted_llm: ScriptedModel,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO)
@@ -171,7 +171,7 @@ def test_the_loop_breaker_stops_a_repeated_action(
     tmp_path: Path,
     desktop_url: str,
     desktop_files: Path,
-    scripted_llm: ScriptedLLM,
+    scripted_llm: ScriptedModel,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO)
@@ -187,11 +187,11 @@ def test_the_loop_breaker_stops_a_repeated_action(
 
 
 def test_an_uploaded_file_is_read_with_computer_read_file(
-    agent: Agent, scripted_llm: ScriptedLLM, desktop_files: Path
+    agent: Agent, scripted_llm: ScriptedModel, desktop_files: Path
 ) -> None:
     name = unique("brief") + ".txt"
 
-    def secret_seen(req: Request) -> Step:
+    def secret_seen(req: Request) -> Answer:
         result = req.tool_results()[-1]["content"]
         assert "the secret is 42" in result, result
         return tool("set_task_status", status="completed", description="The secret is 42")
@@ -210,9 +210,9 @@ def test_an_uploaded_file_is_read_with_computer_read_file(
 
 
 def test_invalid_arguments_and_desktop_4xx_go_back_to_the_model(
-    agent: Agent, scripted_llm: ScriptedLLM
+    agent: Agent, scripted_llm: ScriptedModel
 ) -> None:
-    def errors_seen(req: Request) -> Step:
+    def errors_seen(req: Request) -> Answer:
         results = [m["content"] for m in req.tool_results()]
         assert results[0].startswith("Error: Invalid arguments:") and "button" in results[0], results
         assert results[1].startswith("Error:") and "no-such-file" in results[1], results
@@ -240,7 +240,7 @@ def test_no_provider_fails_naming_the_variables(
 
 
 def test_transient_llm_errors_are_retried_then_the_task_fails(
-    agent: Agent, scripted_llm: ScriptedLLM
+    agent: Agent, scripted_llm: ScriptedModel
 ) -> None:
     scripted_llm.play([], then=fail(503))
     task = agent.wait(agent.create("Anything")["id"])
@@ -250,20 +250,20 @@ def test_transient_llm_errors_are_retried_then_the_task_fails(
 
 
 def test_long_histories_are_summarised(
-    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM
+    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
 ) -> None:
-    def summary_request(req: Request) -> Step:
+    def summary_request(req: Request) -> Answer:
         assert req.tool_names == [] and "Summarise" in req.messages[-1]["content"]
         return text("SUMMARY: the pointer was moved to 300,300.")
 
-    def after_summary(req: Request) -> Step:
+    def after_summary(req: Request) -> Answer:
         users = "\n".join(req.text_of("user"))
         assert "SUMMARY: the pointer was moved" in users and "Keep going" in users
         assert not any(m.get("tool_calls") for m in req.messages), "summarised turns are gone"
         assert len(req.images()) == 1
         return tool("set_task_status", status="completed", description="ok")
 
-    big = Step(calls=[("computer_move_mouse", {"coordinates": {"x": 300, "y": 300}})], prompt_tokens=800)
+    big = Answer(calls=[("computer_move_mouse", {"coordinates": {"x": 300, "y": 300}})], prompt_tokens=800)
     scripted_llm.play([big, summary_request, after_summary])
     done = run_once(
         tmp_path, desktop_url, desktop_files, scripted_llm.base_url, "Keep going", context_window=1000
@@ -282,7 +282,11 @@ def test_long_histories_are_summarised(
 
 
 def test_the_same_task_through_a_real_litellm_proxy(
-    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedLLM, llm_proxy: LiteLLMProxy
+    tmp_path: Path,
+    desktop_url: str,
+    desktop_files: Path,
+    scripted_llm: ScriptedModel,
+    llm_proxy: LiteLLMProxy,
 ) -> None:
     folder = desktop_files / unique("proxy")
     scripted_llm.play(hello_script(folder))
@@ -314,17 +318,17 @@ def test_the_same_task_through_a_real_litellm_proxy(
 
 
 def test_no_desktop_action_while_a_human_holds_control(
-    agent: Agent, scripted_llm: ScriptedLLM, desktop_url: str
+    agent: Agent, scripted_llm: ScriptedModel, desktop_url: str
 ) -> None:
     desktop_action(desktop_url, "move_mouse", coordinates={"x": 5, "y": 5})
     task_id: list[str] = []
 
-    def take_over_then_move(req: Request) -> Step:
+    def take_over_then_move(req: Request) -> Answer:
         r = httpx.post(f"{agent.client.base_url}/tasks/{task_id[0]}/takeover")  # the human grabs control
         assert r.status_code == 200 and r.json()["control"] == "USER", r.text
         return tool("computer_move_mouse", coordinates={"x": 100, "y": 100})
 
-    def handed_back_seen(req: Request) -> Step:
+    def handed_back_seen(req: Request) -> Answer:
         assert "A human had control" in req.tool_results()[-1]["content"]
         return tool("set_task_status", status="completed", description="moved")
 

@@ -92,7 +92,15 @@ class XReader:
         return w.get_wm_name() or ""
 
     def wm_class(self, wid: int) -> tuple[str, str]:
-        return self.d.create_resource_object("window", wid).get_wm_class() or ("", "")
+        try:
+            return self.d.create_resource_object("window", wid).get_wm_class() or ("", "")
+        except XError:  # gone meanwhile
+            return "", ""
+
+    def keys_down(self) -> list[int]:
+        """Keycodes the X server holds down now."""
+        pressed = self.d.query_keymap()
+        return [kc for kc in range(8, 256) if pressed[kc // 8] & (1 << (kc % 8))]
 
     def find(self, title: str) -> int:
         for w in self.windows():

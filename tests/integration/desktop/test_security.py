@@ -44,6 +44,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/compat/bytebot/input-tracking/stop", None),
     ("GET", "/compat/bytebot/mcp", None),
     ("POST", "/compat/bytebot/mcp", PING),
+    ("POST", "/reset", {}),  # only refused here: test_reset.py resets a desktop of its own
     ("GET", "/mcp", None),
     ("POST", "/mcp", PING),
     ("DELETE", "/mcp", None),

@@ -233,7 +233,7 @@ def test_the_websocket_checks_host_and_origin(api: httpx.Client) -> None:
 
 def test_the_task_service_sends_its_token_to_the_desktop(display: Display, tmp_path: Path) -> None:
     """A desktop that wants the token (given its digest, as in the appliance): the worker writes a task's
-    upload there and the executor reads it back, both through DesktopClient."""
+    upload there and the executor reads it back, both through AsyncDesktop."""
     executor = ReadBack()
     name = f"dp-{uuid.uuid4().hex[:8]}.txt"
     with private_files_dir() as files:

@@ -13,7 +13,7 @@ import asyncio
 import os
 import sys
 
-from deskpilot.computer.client import DesktopClient
+from deskpilot.computer.client import AsyncDesktop
 from deskpilot.tasks.executor import TaskContext
 from deskpilot.tasks.store import Store
 from deskpilot.tasks.types import TaskStatus
@@ -51,7 +51,7 @@ async def main(url: str, out: str, mode: str, lease: float, poll: float) -> None
     worker_id = f"proc-{os.getpid()}"
     store = await Store.open(url)
     executor = Recording(out, worker_id) if mode == "record" else Hanging(out)
-    worker = Worker(store, executor, DesktopClient("http://127.0.0.1:9"), worker_id=worker_id,
+    worker = Worker(store, executor, AsyncDesktop("http://127.0.0.1:9"), worker_id=worker_id,
                     lease_seconds=lease, poll_seconds=poll)  # fmt: skip
     await worker.start()
     append(out, f"ready {worker_id}")

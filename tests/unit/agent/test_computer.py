@@ -11,7 +11,7 @@ from PIL import Image
 from deskpilot.agent import computer as computer_mod
 from deskpilot.agent.computer import Computer, DesktopDown
 from deskpilot.agent.frames import png_size
-from deskpilot.computer.client import DesktopClient, DesktopClientError
+from deskpilot.computer.client import AsyncDesktop, DesktopClientError
 from deskpilot.config import AgentSettings
 
 
@@ -21,7 +21,7 @@ def png_b64(w: int, h: int) -> str:
     return base64.b64encode(out.getvalue()).decode()
 
 
-class OldDesktop(DesktopClient):
+class OldDesktop(AsyncDesktop):
     """A desktop service that ignores the screenshot `width` field and fails `failures` times first."""
 
     def __init__(self, failures: int = 0, status: int = 503) -> None:

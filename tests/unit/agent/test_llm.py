@@ -8,7 +8,7 @@ import pytest
 
 from deskpilot.agent.llm import LLM, LLMRejected, LLMUnavailable, NoProvider, route
 from deskpilot.config import AgentSettings
-from tests.fakes.llm_server import ScriptedLLM, fail, text, tool, tools
+from deskpilot.scripted import ScriptedModel, fail, text, tool, tools
 
 PROVIDER_VARS = [
     "ANTHROPIC_API_KEY",
@@ -33,8 +33,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def scripted() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM().serve() as llm:
+def scripted() -> Iterator[ScriptedModel]:
+    with ScriptedModel().serve() as llm:
         yield llm
 
 
@@ -131,7 +131,7 @@ async def test_model_list_of_configured_providers(monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.anyio
-async def test_tool_calls_and_text_come_back_as_content_blocks(scripted: ScriptedLLM) -> None:
+async def test_tool_calls_and_text_come_back_as_content_blocks(scripted: ScriptedModel) -> None:
     scripted.play(
         [
             tools(
@@ -156,7 +156,7 @@ async def test_tool_calls_and_text_come_back_as_content_blocks(scripted: Scripte
 
 
 @pytest.mark.anyio
-async def test_transient_errors_are_retried_then_give_up(scripted: ScriptedLLM) -> None:
+async def test_transient_errors_are_retried_then_give_up(scripted: ScriptedModel) -> None:
     scripted.play([fail(503), fail(429), text("ok")])
     llm = LLM(settings(openai_base_url=scripted.base_url, llm_retries=2))
     assert (await llm.complete([{"role": "user", "content": "hi"}])).text == "ok"
@@ -169,7 +169,7 @@ async def test_transient_errors_are_retried_then_give_up(scripted: ScriptedLLM) 
 
 
 @pytest.mark.anyio
-async def test_a_rejected_request_is_not_retried(scripted: ScriptedLLM) -> None:
+async def test_a_rejected_request_is_not_retried(scripted: ScriptedModel) -> None:
     scripted.play([fail(400), text("never")])
     llm = LLM(settings(openai_base_url=scripted.base_url, llm_retries=3))
     with pytest.raises(LLMRejected):

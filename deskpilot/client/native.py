@@ -1,0 +1,241 @@
+"""A private appliance booted natively by ``scripts/appliance.sh``, exactly as ``make run`` boots it, beside
+whatever else runs here: a free display number, free ports, and a temporary home, state and run directory.
+
+Only the launcher's documented settings are used (docs/operations.md). It must run as root, as
+``make run`` does: supervisord starts each program as its own user. ``stop()`` stops supervisord as Ctrl-C
+would and reports (and kills) anything still running; ``cleanup()`` deletes the directories.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+import deskpilot
+from deskpilot.client import processes
+
+CHECKOUT = Path(deskpilot.__file__).resolve().parent.parent
+LAUNCHER = Path("scripts") / "appliance.sh"
+
+
+class ApplianceError(RuntimeError):
+    """The appliance could not be started, or did not become ready: the message carries its log's tail."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def free_display(numbers: range = range(100, 400)) -> str:
+    """A display number of ``numbers`` with no lock file and no socket, file or abstract (Xvfb must get a
+    fixed one from supervisord)."""
+    try:
+        unix = Path("/proc/net/unix").read_text()
+    except OSError:
+        unix = ""
+    candidates = list(numbers)
+    random.shuffle(candidates)
+    for n in candidates:
+        if (
+            f"/tmp/.X11-unix/X{n}\n" not in unix
+            and not Path(f"/tmp/.X{n}-lock").exists()
+            and not Path(f"/tmp/.X11-unix/X{n}").exists()
+        ):
+            return f":{n}"
+    raise ApplianceError("no free X display number")
+
+
+class Endpoints:
+    """The three services of an appliance on loopback ports, and waiting until they answer."""
+
+    desktop_port: int
+    agent_port: int
+    ui_port: int
+    started_at: float
+
+    @property
+    def desktop_url(self) -> str:
+        return f"http://127.0.0.1:{self.desktop_port}"
+
+    @property
+    def agent_url(self) -> str:
+        return f"http://127.0.0.1:{self.agent_port}"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://127.0.0.1:{self.ui_port}"
+
+    def problem(self) -> str | None:
+        """Why the appliance cannot become ready any more (it exited ...), with its log; None while it can."""
+        raise NotImplementedError
+
+    def wait_ready(self, timeout: float = 90) -> float:
+        """Seconds from start until the three services' /health answered 200."""
+        pending = [f"{u}/health" for u in (self.desktop_url, self.agent_url, self.ui_url)]
+        deadline = self.started_at + timeout
+        with httpx.Client(timeout=1) as client:
+            while pending:
+                if time.monotonic() > deadline:
+                    raise ApplianceError(f"not ready after {timeout:g} s: {pending}\n{self.log_tail()}")
+                try:
+                    if client.get(pending[0]).status_code == 200:
+                        pending.pop(0)
+                        continue
+                except httpx.HTTPError:
+                    if problem := self.problem():
+                        raise ApplianceError(problem) from None
+                time.sleep(0.02)
+        return time.monotonic() - self.started_at
+
+    def log_tail(self) -> str:
+        raise NotImplementedError
+
+
+def default_venv(checkout: Path) -> Path:
+    """The checkout's .venv, else the one this interpreter runs in (it needs the `server` extra)."""
+    venv = checkout / ".venv"
+    return venv if (venv / "bin" / "supervisord").exists() else Path(sys.prefix)
+
+
+@dataclass
+class NativeAppliance(Endpoints):
+    checkout: Path = CHECKOUT
+    base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="deskpilot-sandbox-")))
+    display: str = field(default_factory=free_display)
+    desktop_port: int = field(default_factory=free_port)
+    agent_port: int = field(default_factory=free_port)
+    ui_port: int = field(default_factory=free_port)
+    vnc_port: int = field(default_factory=free_port)
+    token: str | None = None  # DESKPILOT_TOKEN; None: a loopback appliance without one
+    settings: dict[str, str] = field(default_factory=dict)  # more variables, e.g. AGENT_MODEL
+    venv: Path | None = None
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    _before: set[int] = field(default_factory=set)
+
+    @property
+    def home(self) -> Path:
+        return self.base / "home"
+
+    @property
+    def log(self) -> Path:
+        return self.base / "appliance.log"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.base / "state"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.base / "run"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {
+            **os.environ,
+            "DESKPILOT_DISPLAY": self.display,
+            "DESKPILOT_HOST": "127.0.0.1",
+            "DESKTOP_PORT": str(self.desktop_port),
+            "AGENT_PORT": str(self.agent_port),
+            "UI_PORT": str(self.ui_port),
+            "DESKTOP_VNC_PORT": str(self.vnc_port),
+            "DESKPILOT_HOME": str(self.home),
+            "DESKPILOT_STATE_DIR": str(self.state_dir),
+            "DESKPILOT_RUN_DIR": str(self.run_dir),
+            "DESKPILOT_VENV": str(self.venv or default_venv(self.checkout)),
+            **self.settings,  # last: a setting given may change any of the above (DESKPILOT_HOST ...)
+        }
+        env.pop("DESKPILOT_TOKEN", None)
+        if self.token:
+            env["DESKPILOT_TOKEN"] = self.token
+        return env
+
+    def start(self) -> NativeAppliance:
+        """Start scripts/appliance.sh (which execs supervisord) and return at once."""
+        launcher = self.checkout / LAUNCHER
+        if not launcher.is_file():
+            raise ApplianceError(
+                f"no {LAUNCHER} under {self.checkout}: a native sandbox runs from a checkout of Deskpilot "
+                "(give image= or url= otherwise)"
+            )
+        if os.geteuid() != 0:
+            raise ApplianceError("a native sandbox runs as root, as `make run` does (or give image= or url=)")
+        self.base.chmod(0o755)  # the appliance's users must reach their directories below it
+        processes.hold_subreaper()
+        self._before = set(processes.descendants())
+        self.started_at = time.monotonic()
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [str(launcher)], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        return self
+
+    def problem(self) -> str | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return f"the appliance exited early:\n{self.log_tail()}"
+        return None
+
+    def pids(self) -> list[int]:
+        """Every live process the appliance started (our descendants that were not there before)."""
+        return [p for p in processes.descendants() if p not in self._before]
+
+    def stop(self, timeout: float = 30) -> list[str]:
+        """SIGTERM to supervisord, as Ctrl-C would; what was still alive after it (then killed)."""
+        if self.proc is None:
+            return []
+        leftovers: list[str] = []
+        try:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    leftovers.append(f"supervisord still running after {timeout:g} s")
+            deadline = time.monotonic() + 10
+            while (alive := self.pids()) and time.monotonic() < deadline:
+                processes.reap()
+                time.sleep(0.1)
+            for pid in alive:
+                leftovers.append(processes.describe(pid))
+                processes.kill(pid)
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        finally:
+            processes.reap()
+            processes.release_subreaper()
+            self.proc = None
+        return leftovers
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def shutdown(self) -> list[str]:
+        """``stop()`` then ``cleanup()``: what was left running."""
+        try:
+            return self.stop()
+        finally:
+            self.cleanup()
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"

@@ -1,0 +1,142 @@
+"""``POST /reset``: the desktop back to a clean state between two tests, in well under a second.
+
+1. every key and mouse button is released;
+2. every application window is closed with XKillClient (its program loses the display and exits; the
+   desktop's own windows, the background and the panel, stay), programs ``application`` started are
+   terminated, and the reset waits (bounded) until the windows are gone and the programs they name have
+   exited, so none of them writes into the home after step 3;
+3. the home is brought back to its skeleton (``DESKTOP_SKELETON``) with the desktop user's rights: every
+   file and directory the skeleton does not have is deleted, its files are rewritten where they differ,
+   and Desktop, Documents and Downloads exist (empty but for the skeleton's launchers).
+
+A window's ``_NET_WM_PID`` is only waited for, never signalled: any client can write any number there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import filecmp
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import deskpilot
+from deskpilot.desktop.files import FileStore
+from deskpilot.desktop.input import Input, poll
+from deskpilot.desktop.windows import WindowActions
+from deskpilot.errors import FileConflict, FileMissing
+
+HOME_DIRS = ("Desktop", "Documents", "Downloads")
+EXIT_TIMEOUT_S = 2.0  # for the programs to go once their display is gone
+
+
+def default_skeleton() -> Path:
+    """rootfs/home/user of the checkout (or image) the service runs from."""
+    return Path(deskpilot.__file__).resolve().parent.parent / "rootfs" / "home" / "user"
+
+
+@dataclass(frozen=True)
+class ResetReport:
+    closed: int  # application windows closed
+    removed: int  # entries deleted from the home
+    ms: float
+
+
+class Reset:
+    def __init__(self, input: Input, windows: WindowActions, files: FileStore, skeleton: Path | None) -> None:
+        self.input = input
+        self.windows = windows
+        self.files = files
+        self.skeleton = skeleton or default_skeleton()
+
+    async def __call__(self) -> ResetReport:
+        started = time.perf_counter()
+        if not self.skeleton.is_dir():
+            raise FileMissing(f"no home skeleton at {self.skeleton}: set DESKTOP_SKELETON to one")
+        async with self.input.lock:
+            closed, pids = self._close_windows()
+            await self._stop_launched()
+            with self.input.connections.using() as x:
+                await poll(lambda: not x.application_windows(), EXIT_TIMEOUT_S)
+            await poll(lambda: not any(map(_running, pids)), EXIT_TIMEOUT_S)
+        try:
+            removed = await self.files.as_user(home_to_skeleton, self.files.user.home, self.skeleton)
+        except OSError as exc:
+            raise FileConflict(f"the home could not be brought back to its skeleton: {exc}") from None
+        return ResetReport(closed, removed, (time.perf_counter() - started) * 1000)
+
+    def _close_windows(self) -> tuple[int, set[int]]:
+        with self.input.connections.using() as x:
+            x.release_all()
+            wids = x.application_windows()
+            pids = {pid for pid in map(x.window_pid, wids) if pid > 1 and pid != os.getpid()}
+            for wid in wids:
+                x.kill_client(wid)
+            x.sync()
+        return len(wids), pids
+
+    async def _stop_launched(self) -> None:
+        procs = list(self.windows.launched.values())
+        self.windows.launched.clear()
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+        await asyncio.to_thread(_reap, procs)
+
+
+def _reap(procs: list[subprocess.Popen[bytes]]) -> None:
+    deadline = time.monotonic() + EXIT_TIMEOUT_S
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie (one that exited but nobody reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def home_to_skeleton(home: Path, skeleton: Path) -> int:
+    """Make ``home`` hold what ``skeleton`` holds and nothing else; how many entries were deleted. Links
+    are deleted as links, never followed."""
+    removed = _prune(home, skeleton, HOME_DIRS)
+    directories = [Path(d) for d in HOME_DIRS] + [
+        p.relative_to(skeleton) for p in skeleton.rglob("*") if p.is_dir()
+    ]
+    for directory in directories:
+        (home / directory).mkdir(mode=0o755, parents=True, exist_ok=True)
+    for source in skeleton.rglob("*"):
+        target = home / source.relative_to(skeleton)
+        if source.is_file() and not (target.is_file() and filecmp.cmp(source, target, shallow=False)):
+            shutil.copyfile(source, target)
+            target.chmod(source.stat().st_mode & 0o777)
+    return removed
+
+
+def _prune(directory: Path, skeleton: Path, keep: tuple[str, ...] = ()) -> int:
+    """Delete what ``skeleton`` lacks under ``directory``; the directories named in ``keep`` stay, emptied."""
+    removed = 0
+    for entry in os.scandir(directory):
+        model = skeleton / entry.name
+        if (model.is_dir() or entry.name in keep) and entry.is_dir(follow_symlinks=False):
+            removed += _prune(Path(entry.path), model)
+        elif model.is_file() and entry.is_file(follow_symlinks=False):
+            continue
+        elif entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+            removed += 1
+        else:
+            os.unlink(entry.path)
+            removed += 1
+    return removed

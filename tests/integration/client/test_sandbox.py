@@ -1,0 +1,60 @@
+"""deskpilot.sandbox(): a native one leaves nothing behind (processes, display, directories), and attaching
+to a running appliance by URL neither starts nor stops anything."""
+
+from __future__ import annotations
+
+import glob
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+import deskpilot
+from deskpilot.client import Sandbox, processes
+from deskpilot.client.sandboxes import next_port
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_a_native_sandbox_leaves_nothing_behind() -> None:
+    dirs_before = set(glob.glob("/tmp/deskpilot-sandbox-*"))
+    pids_before = set(processes.descendants())
+    with deskpilot.sandbox() as box:
+        assert box.ready_seconds > 0 and box.token and len(box.token) >= 40
+        display = box.desktop.health()  # answers with the token the sandbox made
+        assert display["status"] == "ok"
+        assert len(set(glob.glob("/tmp/deskpilot-sandbox-*")) - dirs_before) == 1
+        started = set(processes.descendants()) - pids_before
+        assert len(started) > 5
+        urls = (box.desktop_url, box.agent_url, box.ui_url)
+    assert set(processes.descendants()) - pids_before == set()
+    assert set(glob.glob("/tmp/deskpilot-sandbox-*")) == dirs_before
+    for url in urls:
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{url}/health", timeout=2)
+
+
+def test_attaching_by_url_starts_and_stops_nothing(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DESKPILOT_TOKEN", box.token or "")
+    with deskpilot.sandbox(url=box.desktop_url, agent_url=box.agent_url) as attached:
+        assert attached.token == box.token and attached.ready_seconds == 0
+        assert attached.desktop.cursor_position() == box.desktop.cursor_position()
+        assert attached.agent.health()["status"] == "ok"
+    assert box.desktop.health()["status"] == "ok"
+
+
+def test_the_task_service_is_on_the_next_port_by_default() -> None:
+    assert next_port("http://10.0.0.5:9990/") == "http://10.0.0.5:9991"
+
+
+def test_the_demo_runs_a_task_on_a_running_appliance(clean: Sandbox) -> None:
+    """`make demo` against an appliance that runs already (here the session's sandbox, with its token)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "demo.py"), "--desktop-url", clean.desktop_url,
+         "--token", clean.token or ""],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "demo: COMPLETED" in done.stdout and "computer_type_text" in done.stdout
