@@ -1,6 +1,6 @@
 """The whole flow through the UI in Chromium, everything real but the model: the agent service with its
 worker and the agent loop, the desktop service on the test Xvfb (with x11vnc behind its /vnc), and the
-scripted OpenAI-compatible LLM of tests/fakes playing the model.
+scripted OpenAI-compatible model (deskpilot.scripted) playing the model.
 
 create with an upload -> the task appears without reload -> the model's messages stream in (text,
 screenshots, actions) -> it asks a question (NEEDS_HELP) -> the reply reaches the model -> take over
