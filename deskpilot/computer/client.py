@@ -113,6 +113,10 @@ class AsyncDesktop(AsyncActions):
         """``POST /reset``: applications closed, the home back to its skeleton, input released."""
         return await self._post("/reset", {}, "reset")
 
+    async def command(self, command: str, limit: float = 30.0) -> dict[str, Any]:
+        """``POST /command``: ``command`` by /bin/sh as the desktop user, killed after ``limit`` s."""
+        return await self._post("/command", {"command": command, "timeout": limit}, "command")
+
     async def health(self) -> dict[str, Any]:
         try:
             return answer(await self._client.get("/health", headers=self._headers), "health")
@@ -163,6 +167,10 @@ class Desktop(Actions):
     def reset(self) -> dict[str, Any]:
         """``POST /reset``: applications closed, the home back to its skeleton, input released."""
         return self._post("/reset", {}, "reset")
+
+    def command(self, command: str, limit: float = 30.0) -> dict[str, Any]:
+        """``POST /command``: ``command`` by /bin/sh as the desktop user, killed after ``limit`` s."""
+        return self._post("/command", {"command": command, "timeout": limit}, "command")
 
     def health(self) -> dict[str, Any]:
         try:

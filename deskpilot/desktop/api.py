@@ -21,10 +21,11 @@ from starlette.responses import Response
 from deskpilot import __version__, logs
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings, SecuritySettings
-from deskpilot.desktop import compat_bytebot, vnc
+from deskpilot.desktop import command, compat_bytebot, vnc
 from deskpilot.desktop.body import read_action_body
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.mcp import MCPEndpoint
+from deskpilot.desktop.session import as_desktop_user
 from deskpilot.errors import DesktopError, desktop_error_body, desktop_error_headers
 from deskpilot.security import Guard, policy_for
 from deskpilot.web import json_response
@@ -95,6 +96,25 @@ async def computer_use(request: Request) -> Response:
 async def reset(request: Request) -> Response:
     report = await request.app.state.controller.reset()
     return json_response({"success": True, **dataclasses.asdict(report)})
+
+
+@router.post(
+    "/command",
+    summary="A shell command as the desktop user, its output returned (for test harnesses)",
+    response_model=None,
+    responses={200: {"model": command.CommandResult}, 400: {"model": ErrorBody}, 413: {"model": ErrorBody}},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": command.CommandRequest.model_json_schema()}},
+        }
+    },
+)
+async def run_command(request: Request) -> Response:
+    body = command.parse_request(actions.load_json(await read_action_body(request)))
+    controller = request.app.state.controller
+    result = await command.run(as_desktop_user(controller.user, controller.settings.display), body)
+    return Response(result.model_dump_json(), media_type="application/json")
 
 
 @router.get(

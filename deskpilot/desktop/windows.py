@@ -3,10 +3,7 @@ running), or show the desktop."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-from pathlib import Path
-from typing import Any
 
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings
@@ -14,6 +11,7 @@ from deskpilot.desktop import apps
 from deskpilot.desktop.files import DesktopUser
 from deskpilot.desktop.input import Input, poll
 from deskpilot.desktop.outcome import Outcome
+from deskpilot.desktop.session import as_desktop_user
 from deskpilot.desktop.x11 import XConnection
 from deskpilot.errors import ActionTimedOut, InvalidAction
 
@@ -77,38 +75,17 @@ class WindowActions:
 
     def _launch(self, spec: apps.AppSpec) -> subprocess.Popen[bytes]:
         """Start a program as the desktop user (when the service runs as root) or as ourselves."""
-        user = self.user
-        creds: dict[str, Any] = {}
-        if os.geteuid() == 0 and user.uid != 0:
-            env = {
-                "HOME": str(user.home),
-                "USER": user.name,
-                "LOGNAME": user.name,
-                "DISPLAY": self.settings.display,
-                "PATH": "/usr/local/bin:/usr/bin:/bin",
-                "SHELL": "/bin/bash",
-                "LANG": os.environ.get("LANG", "C.UTF-8"),
-                "NO_AT_BRIDGE": "1",
-            }
-            if "XAUTHORITY" in os.environ:  # the display's cookie (the appliance's is the desktop user's)
-                env["XAUTHORITY"] = os.environ["XAUTHORITY"]
-            creds = {"user": user.uid, "group": user.gid, "extra_groups": []}
-            cwd = user.home
-        else:  # as ourselves, in our own environment (the appliance gives it the desktop session's), less
-            # the security settings (the token's digest among them): an application needs none of them
-            env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DESKPILOT_")}
-            env |= {"DISPLAY": self.settings.display, "NO_AT_BRIDGE": "1"}
-            cwd = Path.home()
+        launch = as_desktop_user(self.user, self.settings.display)
         try:
             return subprocess.Popen(
                 list(spec.argv),
-                env=env,
-                cwd=cwd,
+                env=launch.env,
+                cwd=launch.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
-                **creds,
+                **launch.creds,
             )
         except OSError as exc:
             raise InvalidAction(f"cannot start {spec.argv[0]}: {exc.strerror}; is it installed?") from None

@@ -32,6 +32,13 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "deskpilot.computer": ("deskpilot.computer", "deskpilot.errors"),
     "deskpilot.client": ("deskpilot.client", "deskpilot.computer", "deskpilot.tasks.types", *LIGHT),
     "deskpilot.scripted": ("deskpilot.scripted", *LIGHT),
+    "deskpilot.evaluation": (
+        "deskpilot.evaluation",
+        "deskpilot.client",
+        "deskpilot.computer",
+        "deskpilot.tasks.types",
+        *LIGHT,
+    ),
     "deskpilot.desktop": ("deskpilot.computer", "deskpilot.desktop", *SHARED),
     "deskpilot.tasks": ("deskpilot.computer", "deskpilot.tasks", *SHARED),
     "deskpilot.agent": (
@@ -97,6 +104,8 @@ CLIENT_MODULES = (
     "deskpilot.client",
     "deskpilot.client.sandboxes",
     "deskpilot.scripted",
+    "deskpilot.evaluation",
+    "deskpilot.cli",
 )
 
 

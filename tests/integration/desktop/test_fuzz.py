@@ -93,3 +93,25 @@ def test_no_generated_request_causes_a_server_error(fuzz_server) -> None:
             http.post(f"{url}/computer-use", json={"action": "press_mouse", "button": button, "press": "up"})
     finally:
         http.close()
+
+
+def test_no_malformed_command_request_causes_a_server_error_or_runs(fuzz_server) -> None:
+    """POST /command with schema-violating bodies only: a valid one would run whatever shell text the
+    fuzzer made up, as the desktop user. Each is refused with a 400 and nothing runs."""
+    url, openapi, _ = fuzz_server
+    operation = schemathesis.openapi.from_dict(openapi)["/command"]["POST"]
+
+    @settings(
+        max_examples=80,
+        phases=[Phase.explicit, Phase.generate],
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=operation.as_strategy(GenerationMode.NEGATIVE))
+    def check(case) -> None:
+        r = case.call(base_url=url, headers=BEARER, timeout=20)
+        assert r.status_code < 500, (case.body, r.status_code, r.text)
+        assert r.status_code != 200, (case.body, r.text)
+
+    check()

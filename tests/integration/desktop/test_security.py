@@ -45,6 +45,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/compat/bytebot/mcp", None),
     ("POST", "/compat/bytebot/mcp", PING),
     ("POST", "/reset", {}),  # only refused here: test_reset.py resets a desktop of its own
+    ("POST", "/command", {"command": "true"}),
     ("GET", "/mcp", None),
     ("POST", "/mcp", PING),
     ("DELETE", "/mcp", None),
@@ -59,7 +60,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
 ROUTE_IDS = [f"{method} {path}" for method, path, _ in ROUTES]
 # What each answers with the token (the MCP routes answer the SDK's own errors to these bare requests).
 OPENED = {"/computer-use": 200, "/vnc": 307, "/vnc/vnc.html": 200, "/vnc/core/rfb.js": 200}
-OPENED |= {"/docs": 200, "/openapi.json": 200, "/no-such-route": 404}
+OPENED |= {"/docs": 200, "/openapi.json": 200, "/no-such-route": 404, "/command": 200}
 OPENED |= {
     f"/compat/bytebot/{path}": 201 for path in ("computer-use", "input-tracking/start", "input-tracking/stop")
 }
