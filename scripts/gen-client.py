@@ -82,6 +82,9 @@ Result = Callable[[dict[str, Any]], T]
 '''
 
 
+OBSERVED = frozenset(actions.Observed.model_fields) - {"action"}  # settle, screenshot
+
+
 def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
@@ -129,8 +132,11 @@ def parameter(action: str, field: str, info: Any) -> tuple[str, str, bool]:
 def method(action: str, model: type[BaseModel], asynchronous: bool) -> str:
     names = [f for f in model.model_fields if f != "action"]
     params = [parameter(action, f, model.model_fields[f]) for f in names]
-    ordered = [p for p in params if not p[2]] + [p for p in params if p[2]]
-    signature = ", ".join(["self", *(p[0] for p in ordered)])
+    # the action's own fields in place (required first), then what any input action may ask, by keyword
+    own = [p for f, p in zip(names, params, strict=True) if f not in OBSERVED]
+    asked = [p[0] for f, p in zip(names, params, strict=True) if f in OBSERVED]
+    ordered = [p[0] for p in own if not p[2]] + [p[0] for p in own if p[2]]
+    signature = ", ".join(["self", *ordered, *(["*", *asked] if asked else [])])
     fields = ", ".join(f'"{f}": {p[1]}' for f, p in zip(names, params, strict=True))
     returns, result = RESULTS.get(action, NO_RESULT)
     prefix, call = ("async def", "await self._act") if asynchronous else ("def", "self._act")

@@ -37,6 +37,7 @@ class Actions:
     def move_mouse(
         self,
         coordinates: PointLike,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
@@ -54,9 +55,10 @@ class Actions:
     def trace_mouse(
         self,
         path: Sequence[PointLike],
+        hold_keys: Sequence[str] | None = None,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
-        hold_keys: Sequence[str] | None = None,
     ) -> None:
         """Move the pointer through every point of ``path`` in order, with ``hold_keys`` held."""
         return self._act(
@@ -72,12 +74,13 @@ class Actions:
 
     def click_mouse(
         self,
-        settle: fields.Settle | dict[str, Any] | None = None,
-        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         coordinates: PointLike | None = None,
         button: fields.Button = "left",
         click_count: int = 1,
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
         return self._act(
@@ -96,10 +99,11 @@ class Actions:
     def press_mouse(
         self,
         press: fields.Press,
-        settle: fields.Settle | dict[str, Any] | None = None,
-        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         coordinates: PointLike | None = None,
         button: fields.Button = "left",
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Press or release a mouse button at ``coordinates`` or where the pointer is."""
         return self._act(
@@ -117,10 +121,11 @@ class Actions:
     def drag_mouse(
         self,
         path: Sequence[PointLike],
-        settle: fields.Settle | dict[str, Any] | None = None,
-        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         button: fields.Button = "left",
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
         return self._act(
@@ -138,11 +143,12 @@ class Actions:
     def scroll(
         self,
         direction: fields.ScrollDirection,
-        settle: fields.Settle | dict[str, Any] | None = None,
-        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         coordinates: PointLike | None = None,
         scroll_count: int = 1,
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Scroll ``scroll_count`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
         return self._act(
@@ -161,9 +167,10 @@ class Actions:
     def type_keys(
         self,
         keys: Sequence[str],
+        delay: int | None = None,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
-        delay: int | None = None,
     ) -> None:
         """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then
         up)."""
@@ -182,6 +189,7 @@ class Actions:
         self,
         keys: Sequence[str],
         press: fields.Press,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
@@ -200,9 +208,10 @@ class Actions:
     def type_text(
         self,
         text: str,
+        delay: int | None = None,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
-        delay: int | None = None,
     ) -> None:
         """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
         return self._act(
@@ -219,6 +228,7 @@ class Actions:
     def paste_text(
         self,
         text: str,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
@@ -255,6 +265,7 @@ class Actions:
     def application(
         self,
         application: fields.ApplicationName,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
@@ -285,6 +296,7 @@ class AsyncActions:
     async def move_mouse(
         self,
         coordinates: PointLike,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
@@ -302,9 +314,10 @@ class AsyncActions:
     async def trace_mouse(
         self,
         path: Sequence[PointLike],
+        hold_keys: Sequence[str] | None = None,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
-        hold_keys: Sequence[str] | None = None,
     ) -> None:
         """Move the pointer through every point of ``path`` in order, with ``hold_keys`` held."""
         return await self._act(
@@ -320,12 +333,13 @@ class AsyncActions:
 
     async def click_mouse(
         self,
-        settle: fields.Settle | dict[str, Any] | None = None,
-        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         coordinates: PointLike | None = None,
         button: fields.Button = "left",
         click_count: int = 1,
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
         return await self._act(
@@ -344,10 +358,11 @@ class AsyncActions:
     async def press_mouse(
         self,
         press: fields.Press,
-        settle: fields.Settle | dict[str, Any] | None = None,
-        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         coordinates: PointLike | None = None,
         button: fields.Button = "left",
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Press or release a mouse button at ``coordinates`` or where the pointer is."""
         return await self._act(
@@ -365,10 +380,11 @@ class AsyncActions:
     async def drag_mouse(
         self,
         path: Sequence[PointLike],
-        settle: fields.Settle | dict[str, Any] | None = None,
-        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         button: fields.Button = "left",
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
         return await self._act(
@@ -386,11 +402,12 @@ class AsyncActions:
     async def scroll(
         self,
         direction: fields.ScrollDirection,
-        settle: fields.Settle | dict[str, Any] | None = None,
-        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         coordinates: PointLike | None = None,
         scroll_count: int = 1,
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Scroll ``scroll_count`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
         return await self._act(
@@ -409,9 +426,10 @@ class AsyncActions:
     async def type_keys(
         self,
         keys: Sequence[str],
+        delay: int | None = None,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
-        delay: int | None = None,
     ) -> None:
         """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then
         up)."""
@@ -430,6 +448,7 @@ class AsyncActions:
         self,
         keys: Sequence[str],
         press: fields.Press,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
@@ -448,9 +467,10 @@ class AsyncActions:
     async def type_text(
         self,
         text: str,
+        delay: int | None = None,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
-        delay: int | None = None,
     ) -> None:
         """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
         return await self._act(
@@ -467,6 +487,7 @@ class AsyncActions:
     async def paste_text(
         self,
         text: str,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
@@ -503,6 +524,7 @@ class AsyncActions:
     async def application(
         self,
         application: fields.ApplicationName,
+        *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
