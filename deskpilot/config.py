@@ -175,7 +175,8 @@ class AgentSettings(BaseSettings):
     summarize_at: float = 0.75  # fraction of the context window that triggers summarisation
     screenshot_width: int = 1280  # width of the screenshots the model sees (height keeps 16:9)
     settle_timeout_ms: int = 1000  # longest wait for the screen to settle after an action
-    settle_interval_ms: int = 50  # pause between the frames compared for settling
+    settle_interval_ms: int = 50  # pause between the frames compared for settling (a desktop without damage)
+    settle_quiet_ms: int = 20  # the screen has settled once nothing was drawn for this long
     desktop_url: str = "http://127.0.0.1:9990"  # AGENT_DESKTOP_URL, shared with the task service
     desktop_timeout: float = 60.0
 

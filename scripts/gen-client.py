@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from pydantic import BaseModel  # noqa: E402
 from pydantic_core import PydanticUndefined  # noqa: E402
 
-from deskpilot.computer import actions  # noqa: E402
+from deskpilot.computer import actions, fields  # noqa: E402
 
 TARGET = ROOT / "deskpilot" / "computer" / "client_actions.py"
 
@@ -59,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from deskpilot.computer import actions
+from deskpilot.computer import fields
 from deskpilot.computer.results import (
     FileData,
     Point,
@@ -67,6 +67,7 @@ from deskpilot.computer.results import (
     ScreenImage,
     as_base64,
     as_keys,
+    as_options,
     as_point,
     as_points,
     file_of,
@@ -81,15 +82,18 @@ Result = Callable[[dict[str, Any]], T]
 '''
 
 
+OBSERVED = frozenset(actions.Observed.model_fields) - {"action"}  # settle, screenshot
+
+
 def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def literal_alias(tp: Any) -> str:
-    for name, value in vars(actions).items():
+    for name, value in vars(fields).items():
         if typing.get_origin(value) is typing.Literal and typing.get_args(value) == typing.get_args(tp):
-            return f"actions.{name}"
-    raise SystemExit(f"name {tp} in deskpilot/computer/actions.py (Button = Literal[...]) for the client")
+            return f"fields.{name}"
+    raise SystemExit(f"name {tp} in deskpilot/computer/fields.py (Button = Literal[...]) for the client")
 
 
 def render(tp: Any) -> tuple[str, str | None]:
@@ -106,8 +110,10 @@ def render(tp: Any) -> tuple[str, str | None]:
     if origin is list:
         item, _ = render(args[0])
         return {"PointLike": ("Sequence[PointLike]", "as_points"), "str": ("Sequence[str]", "as_keys")}[item]
-    if tp is actions.Coordinates:
+    if tp is fields.Coordinates:
         return "PointLike", "as_point"
+    if isinstance(tp, type) and issubclass(tp, BaseModel):  # options: the model, or a dict of its fields
+        return f"fields.{tp.__name__} | dict[str, Any]", "as_options"
     return tp.__name__, None
 
 
@@ -126,8 +132,11 @@ def parameter(action: str, field: str, info: Any) -> tuple[str, str, bool]:
 def method(action: str, model: type[BaseModel], asynchronous: bool) -> str:
     names = [f for f in model.model_fields if f != "action"]
     params = [parameter(action, f, model.model_fields[f]) for f in names]
-    ordered = [p for p in params if not p[2]] + [p for p in params if p[2]]
-    signature = ", ".join(["self", *(p[0] for p in ordered)])
+    # the action's own fields in place (required first), then what any input action may ask, by keyword
+    own = [p for f, p in zip(names, params, strict=True) if f not in OBSERVED]
+    asked = [p[0] for f, p in zip(names, params, strict=True) if f in OBSERVED]
+    ordered = [p[0] for p in own if not p[2]] + [p[0] for p in own if p[2]]
+    signature = ", ".join(["self", *ordered, *(["*", *asked] if asked else [])])
     fields = ", ".join(f'"{f}": {p[1]}' for f, p in zip(names, params, strict=True))
     returns, result = RESULTS.get(action, NO_RESULT)
     prefix, call = ("async def", "await self._act") if asynchronous else ("def", "self._act")

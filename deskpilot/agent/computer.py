@@ -83,6 +83,11 @@ class Computer:
         self.image = scaled_size(settings.screenshot_width)
         self.settle_within = settings.settle_timeout_ms / 1000
         self.settle_interval = settings.settle_interval_ms / 1000
+        # one request acts, settles and looks: the desktop watches the screen's damage for us
+        self.observe = {
+            "settle": {"quietMs": settings.settle_quiet_ms, "maxMs": settings.settle_timeout_ms},
+            "screenshot": {"width": self.image.width},
+        }
 
     async def _call(self, action: str, **fields: Any) -> dict[str, Any]:
         """One desktop call; retried while the desktop is unreachable or 503, then DesktopDown."""
@@ -141,8 +146,9 @@ class Computer:
         if action == "screenshot":
             shot = await self.screenshot()
             return ToolOutcome([image_block(shot)], key=_digest(shot))
+        observed = action in CHANGES_SCREEN
         try:
-            body = await self._call(action, **payload)
+            body = await self._call(action, **payload, **(self.observe if observed else {}))
         except DesktopClientError as exc:
             return _error(exc.message)
         if action == "cursor_position":
@@ -154,8 +160,10 @@ class Computer:
         if action == "write_file":
             msg = str(body.get("message") or f"Wrote {payload.get('path')}.")
             return ToolOutcome([text_block(msg)], key=msg)
-        if action in CHANGES_SCREEN:
-            shot = await self.settled_screenshot()
+        if observed:
+            frame = (body.get("data") or {}).get("image")
+            # a desktop that predates settling ignores the fields: settle by comparing frames then
+            shot = self._fit(str(frame)) if frame else await self.settled_screenshot()
             return ToolOutcome([text_block("Done."), image_block(shot)], key=_digest(shot))
         return ToolOutcome([text_block("Done.")], key="done")
 

@@ -14,7 +14,6 @@ import orjson
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -24,87 +23,50 @@ from pydantic import (
 )
 
 from deskpilot.computer import keys
-from deskpilot.computer.geometry import SCREEN
+from deskpilot.computer.fields import (
+    FILE_ACTIONS,
+    MAX_CLICKS,
+    MAX_SCROLLS,
+    MAX_TEXT,
+    MAX_WAIT_MS,
+    ApplicationName,
+    Button,
+    Coordinates,
+    Delay,
+    HoldKeys,
+    JSONNumber,
+    KeyList,
+    Path,
+    Press,
+    ScreenshotOptions,
+    ScrollDirection,
+    Settle,
+)
 from deskpilot.errors import InvalidAction
-
-SCREEN_WIDTH, SCREEN_HEIGHT = SCREEN.width, SCREEN.height
-MAX_CLICKS, MAX_SCROLLS, MAX_WAIT_MS, MAX_TEXT = 10, 100, 300_000, 100_000
-MAX_KEYS, MAX_PATH_POINTS = 100, 10_000
-
-# back and forward (X buttons 8 and 9) are our extension of the spec's three buttons
-Button = Literal["left", "right", "middle", "back", "forward"]
-Press = Literal["up", "down"]
-ScrollDirection = Literal["up", "down", "left", "right"]
-ImageFormat = Literal["png", "jpeg", "webp"]
-ApplicationName = Literal[
-    "browser", "password_manager", "email_client", "code_editor", "terminal", "desktop", "directory"
-]
-FILE_ACTIONS = frozenset({"write_file", "read_file"})
-
-
-def _check_key(name: str) -> str:
-    keys.resolve(name)  # raises ValueError with a suggestion
-    return name
-
-
-def _json_number(value: Any) -> Any:
-    """Numbers only: pydantic's lax mode would take ``true`` as 1 and ``"5"`` as 5 (an integral float such
-    as 2.0 stays an integer, as JSON Schema has it; a float field takes integers)."""
-    if isinstance(value, bool):
-        raise ValueError(f"must be a number, not {str(value).lower()}")
-    if isinstance(value, str):
-        raise ValueError("must be a number, not a string")
-    return value
-
-
-JSONNumber = BeforeValidator(_json_number)
-
-
-KeyName = Annotated[
-    str,
-    Field(min_length=1, max_length=64, description="ctrl, shift, alt, super, enter, esc, f5, a, Page_Up ..."),
-    AfterValidator(_check_key),
-]
-KeyList = Annotated[list[KeyName], Field(min_length=1, max_length=MAX_KEYS)]
-HoldKeys = Annotated[list[KeyName], Field(max_length=MAX_KEYS, description="keys held during the action")]
-Delay = Annotated[
-    int, JSONNumber, Field(ge=0, le=MAX_WAIT_MS, description="milliseconds between key presses")
-]
-
-
-class Coordinates(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    x: Annotated[float, JSONNumber] = Field(
-        ge=0, lt=SCREEN_WIDTH, allow_inf_nan=False, description=f"0..{SCREEN_WIDTH - 1}, pixels from the left"
-    )
-    y: Annotated[float, JSONNumber] = Field(
-        ge=0,
-        lt=SCREEN_HEIGHT,
-        allow_inf_nan=False,
-        description=f"0..{SCREEN_HEIGHT - 1}, pixels from the top",
-    )
-
-    @property
-    def xy(self) -> tuple[int, int]:
-        return min(round(self.x), SCREEN_WIDTH - 1), min(round(self.y), SCREEN_HEIGHT - 1)
-
-
-Path = Annotated[list[Coordinates], Field(min_length=1, max_length=MAX_PATH_POINTS)]
 
 
 class _Action(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class MoveMouse(_Action):
+class Observed(_Action):
+    """An input action, optionally followed by settling and a screenshot in the same request (an extension
+    of ours: without these fields the answer is the spec's)."""
+
+    settle: Settle | None = Field(default=None, description="wait for the screen to settle afterwards")
+    screenshot: ScreenshotOptions | None = Field(
+        default=None, description="answer with a screenshot taken afterwards (after settling, if asked)"
+    )
+
+
+class MoveMouse(Observed):
     """Move the pointer to ``coordinates``."""
 
     action: Literal["move_mouse"]
     coordinates: Coordinates
 
 
-class TraceMouse(_Action):
+class TraceMouse(Observed):
     """Move the pointer through every point of ``path`` in order, with ``holdKeys`` held."""
 
     action: Literal["trace_mouse"]
@@ -112,7 +74,7 @@ class TraceMouse(_Action):
     holdKeys: HoldKeys | None = None
 
 
-class ClickMouse(_Action):
+class ClickMouse(Observed):
     """Click ``clickCount`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
 
     action: Literal["click_mouse"]
@@ -122,7 +84,7 @@ class ClickMouse(_Action):
     holdKeys: HoldKeys | None = None
 
 
-class PressMouse(_Action):
+class PressMouse(Observed):
     """Press or release a mouse button at ``coordinates`` or where the pointer is."""
 
     action: Literal["press_mouse"]
@@ -131,7 +93,7 @@ class PressMouse(_Action):
     press: Press
 
 
-class DragMouse(_Action):
+class DragMouse(Observed):
     """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
 
     action: Literal["drag_mouse"]
@@ -140,7 +102,7 @@ class DragMouse(_Action):
     holdKeys: HoldKeys | None = None
 
 
-class Scroll(_Action):
+class Scroll(Observed):
     """Scroll ``scrollCount`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
 
     action: Literal["scroll"]
@@ -150,7 +112,7 @@ class Scroll(_Action):
     holdKeys: HoldKeys | None = None
 
 
-class TypeKeys(_Action):
+class TypeKeys(Observed):
     """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then up)."""
 
     action: Literal["type_keys"]
@@ -163,7 +125,7 @@ class TypeKeys(_Action):
         return self
 
 
-class PressKeys(_Action):
+class PressKeys(Observed):
     """Hold keys down (in order) or release them (in reverse order)."""
 
     action: Literal["press_keys"]
@@ -181,7 +143,7 @@ def _check_text(text: str) -> str:
 Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_check_text)]
 
 
-class TypeText(_Action):
+class TypeText(Observed):
     """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
 
     action: Literal["type_text"]
@@ -194,7 +156,7 @@ class TypeText(_Action):
         return self
 
 
-class PasteText(_Action):
+class PasteText(Observed):
     """Put ``text`` on the clipboard and paste it (ctrl+v, or ctrl+shift+v in a terminal)."""
 
     action: Literal["paste_text"]
@@ -208,26 +170,12 @@ class Wait(_Action):
     duration: Annotated[int, JSONNumber] = Field(ge=0, le=MAX_WAIT_MS)
 
 
-class Screenshot(_Action):
+class Screenshot(ScreenshotOptions, _Action):
     """Capture the screen. Without options: the whole screen at full size as a lossless PNG."""
 
-    action: Literal["screenshot"]
-    format: ImageFormat = Field(default="png", description="image format (default png)")
-    quality: Annotated[int, JSONNumber] = Field(
-        default=80, ge=1, le=100, description="jpeg/webp quality; ignored for png"
-    )
-    width: Annotated[int | None, JSONNumber] = Field(
-        default=None, ge=16, le=SCREEN_WIDTH, description="downscale to this width"
-    )
-    scale: Annotated[float | None, JSONNumber] = Field(
-        default=None, gt=0, le=1, description="downscale by this factor"
-    )
+    model_config = ConfigDict(extra="ignore")
 
-    @model_validator(mode="after")
-    def _one_size(self) -> Screenshot:
-        if self.width is not None and self.scale is not None:
-            raise ValueError("give either 'width' or 'scale', not both")
-        return self
+    action: Literal["screenshot"]
 
 
 class CursorPosition(_Action):
@@ -236,7 +184,7 @@ class CursorPosition(_Action):
     action: Literal["cursor_position"]
 
 
-class Application(_Action):
+class Application(Observed):
     """Bring an application to the front (launching it if needed); ``desktop`` shows the desktop."""
 
     action: Literal["application"]

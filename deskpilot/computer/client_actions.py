@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from deskpilot.computer import actions
+from deskpilot.computer import fields
 from deskpilot.computer.results import (
     FileData,
     Point,
@@ -16,6 +16,7 @@ from deskpilot.computer.results import (
     ScreenImage,
     as_base64,
     as_keys,
+    as_options,
     as_point,
     as_points,
     file_of,
@@ -33,25 +34,60 @@ class Actions:
     def _act(self, action: str, fields: dict[str, Any], result: Result[T]) -> T:
         raise NotImplementedError
 
-    def move_mouse(self, coordinates: PointLike) -> None:
+    def move_mouse(
+        self,
+        coordinates: PointLike,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Move the pointer to ``coordinates``."""
-        return self._act("move_mouse", {"coordinates": as_point(coordinates)}, no_result)
+        return self._act(
+            "move_mouse",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "coordinates": as_point(coordinates),
+            },
+            no_result,
+        )
 
-    def trace_mouse(self, path: Sequence[PointLike], hold_keys: Sequence[str] | None = None) -> None:
+    def trace_mouse(
+        self,
+        path: Sequence[PointLike],
+        hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Move the pointer through every point of ``path`` in order, with ``hold_keys`` held."""
-        return self._act("trace_mouse", {"path": as_points(path), "holdKeys": as_keys(hold_keys)}, no_result)
+        return self._act(
+            "trace_mouse",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "path": as_points(path),
+                "holdKeys": as_keys(hold_keys),
+            },
+            no_result,
+        )
 
     def click_mouse(
         self,
         coordinates: PointLike | None = None,
-        button: actions.Button = "left",
+        button: fields.Button = "left",
         click_count: int = 1,
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
         return self._act(
             "click_mouse",
             {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "clickCount": click_count,
@@ -61,37 +97,65 @@ class Actions:
         )
 
     def press_mouse(
-        self, press: actions.Press, coordinates: PointLike | None = None, button: actions.Button = "left"
+        self,
+        press: fields.Press,
+        coordinates: PointLike | None = None,
+        button: fields.Button = "left",
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Press or release a mouse button at ``coordinates`` or where the pointer is."""
         return self._act(
-            "press_mouse", {"coordinates": as_point(coordinates), "button": button, "press": press}, no_result
+            "press_mouse",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "coordinates": as_point(coordinates),
+                "button": button,
+                "press": press,
+            },
+            no_result,
         )
 
     def drag_mouse(
         self,
         path: Sequence[PointLike],
-        button: actions.Button = "left",
+        button: fields.Button = "left",
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
         return self._act(
             "drag_mouse",
-            {"path": as_points(path), "button": button, "holdKeys": as_keys(hold_keys)},
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "path": as_points(path),
+                "button": button,
+                "holdKeys": as_keys(hold_keys),
+            },
             no_result,
         )
 
     def scroll(
         self,
-        direction: actions.ScrollDirection,
+        direction: fields.ScrollDirection,
         coordinates: PointLike | None = None,
         scroll_count: int = 1,
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Scroll ``scroll_count`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
         return self._act(
             "scroll",
             {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
                 "coordinates": as_point(coordinates),
                 "direction": direction,
                 "scrollCount": scroll_count,
@@ -100,22 +164,80 @@ class Actions:
             no_result,
         )
 
-    def type_keys(self, keys: Sequence[str], delay: int | None = None) -> None:
+    def type_keys(
+        self,
+        keys: Sequence[str],
+        delay: int | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then
         up)."""
-        return self._act("type_keys", {"keys": as_keys(keys), "delay": delay}, no_result)
+        return self._act(
+            "type_keys",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "keys": as_keys(keys),
+                "delay": delay,
+            },
+            no_result,
+        )
 
-    def press_keys(self, keys: Sequence[str], press: actions.Press) -> None:
+    def press_keys(
+        self,
+        keys: Sequence[str],
+        press: fields.Press,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Hold keys down (in order) or release them (in reverse order)."""
-        return self._act("press_keys", {"keys": as_keys(keys), "press": press}, no_result)
+        return self._act(
+            "press_keys",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "keys": as_keys(keys),
+                "press": press,
+            },
+            no_result,
+        )
 
-    def type_text(self, text: str, delay: int | None = None) -> None:
+    def type_text(
+        self,
+        text: str,
+        delay: int | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
-        return self._act("type_text", {"text": text, "delay": delay}, no_result)
+        return self._act(
+            "type_text",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "text": text,
+                "delay": delay,
+            },
+            no_result,
+        )
 
-    def paste_text(self, text: str) -> None:
+    def paste_text(
+        self,
+        text: str,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Put ``text`` on the clipboard and paste it (ctrl+v, or ctrl+shift+v in a terminal)."""
-        return self._act("paste_text", {"text": text}, no_result)
+        return self._act(
+            "paste_text",
+            {"settle": as_options(settle), "screenshot": as_options(screenshot), "text": text},
+            no_result,
+        )
 
     def wait(self, duration: int) -> None:
         """Wait ``duration`` milliseconds."""
@@ -123,7 +245,7 @@ class Actions:
 
     def screenshot(
         self,
-        format: actions.ImageFormat = "png",
+        format: fields.ImageFormat = "png",
         quality: int = 80,
         width: int | None = None,
         scale: float | None = None,
@@ -140,9 +262,19 @@ class Actions:
         """Report the pointer position."""
         return self._act("cursor_position", {}, point_of)
 
-    def application(self, application: actions.ApplicationName) -> None:
+    def application(
+        self,
+        application: fields.ApplicationName,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Bring an application to the front (launching it if needed); ``desktop`` shows the desktop."""
-        return self._act("application", {"application": application}, no_result)
+        return self._act(
+            "application",
+            {"settle": as_options(settle), "screenshot": as_options(screenshot), "application": application},
+            no_result,
+        )
 
     def write_file(self, path: str, data: bytes | str, overwrite: bool = True) -> str:
         """Write a file (base64 ``data``) as the desktop user; relative paths are under ~/Desktop. The client
@@ -161,27 +293,60 @@ class AsyncActions:
     async def _act(self, action: str, fields: dict[str, Any], result: Result[T]) -> T:
         raise NotImplementedError
 
-    async def move_mouse(self, coordinates: PointLike) -> None:
+    async def move_mouse(
+        self,
+        coordinates: PointLike,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Move the pointer to ``coordinates``."""
-        return await self._act("move_mouse", {"coordinates": as_point(coordinates)}, no_result)
+        return await self._act(
+            "move_mouse",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "coordinates": as_point(coordinates),
+            },
+            no_result,
+        )
 
-    async def trace_mouse(self, path: Sequence[PointLike], hold_keys: Sequence[str] | None = None) -> None:
+    async def trace_mouse(
+        self,
+        path: Sequence[PointLike],
+        hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Move the pointer through every point of ``path`` in order, with ``hold_keys`` held."""
         return await self._act(
-            "trace_mouse", {"path": as_points(path), "holdKeys": as_keys(hold_keys)}, no_result
+            "trace_mouse",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "path": as_points(path),
+                "holdKeys": as_keys(hold_keys),
+            },
+            no_result,
         )
 
     async def click_mouse(
         self,
         coordinates: PointLike | None = None,
-        button: actions.Button = "left",
+        button: fields.Button = "left",
         click_count: int = 1,
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
         return await self._act(
             "click_mouse",
             {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "clickCount": click_count,
@@ -191,37 +356,65 @@ class AsyncActions:
         )
 
     async def press_mouse(
-        self, press: actions.Press, coordinates: PointLike | None = None, button: actions.Button = "left"
+        self,
+        press: fields.Press,
+        coordinates: PointLike | None = None,
+        button: fields.Button = "left",
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Press or release a mouse button at ``coordinates`` or where the pointer is."""
         return await self._act(
-            "press_mouse", {"coordinates": as_point(coordinates), "button": button, "press": press}, no_result
+            "press_mouse",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "coordinates": as_point(coordinates),
+                "button": button,
+                "press": press,
+            },
+            no_result,
         )
 
     async def drag_mouse(
         self,
         path: Sequence[PointLike],
-        button: actions.Button = "left",
+        button: fields.Button = "left",
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
         return await self._act(
             "drag_mouse",
-            {"path": as_points(path), "button": button, "holdKeys": as_keys(hold_keys)},
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "path": as_points(path),
+                "button": button,
+                "holdKeys": as_keys(hold_keys),
+            },
             no_result,
         )
 
     async def scroll(
         self,
-        direction: actions.ScrollDirection,
+        direction: fields.ScrollDirection,
         coordinates: PointLike | None = None,
         scroll_count: int = 1,
         hold_keys: Sequence[str] | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
     ) -> None:
         """Scroll ``scroll_count`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
         return await self._act(
             "scroll",
             {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
                 "coordinates": as_point(coordinates),
                 "direction": direction,
                 "scrollCount": scroll_count,
@@ -230,22 +423,80 @@ class AsyncActions:
             no_result,
         )
 
-    async def type_keys(self, keys: Sequence[str], delay: int | None = None) -> None:
+    async def type_keys(
+        self,
+        keys: Sequence[str],
+        delay: int | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then
         up)."""
-        return await self._act("type_keys", {"keys": as_keys(keys), "delay": delay}, no_result)
+        return await self._act(
+            "type_keys",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "keys": as_keys(keys),
+                "delay": delay,
+            },
+            no_result,
+        )
 
-    async def press_keys(self, keys: Sequence[str], press: actions.Press) -> None:
+    async def press_keys(
+        self,
+        keys: Sequence[str],
+        press: fields.Press,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Hold keys down (in order) or release them (in reverse order)."""
-        return await self._act("press_keys", {"keys": as_keys(keys), "press": press}, no_result)
+        return await self._act(
+            "press_keys",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "keys": as_keys(keys),
+                "press": press,
+            },
+            no_result,
+        )
 
-    async def type_text(self, text: str, delay: int | None = None) -> None:
+    async def type_text(
+        self,
+        text: str,
+        delay: int | None = None,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
-        return await self._act("type_text", {"text": text, "delay": delay}, no_result)
+        return await self._act(
+            "type_text",
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "text": text,
+                "delay": delay,
+            },
+            no_result,
+        )
 
-    async def paste_text(self, text: str) -> None:
+    async def paste_text(
+        self,
+        text: str,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Put ``text`` on the clipboard and paste it (ctrl+v, or ctrl+shift+v in a terminal)."""
-        return await self._act("paste_text", {"text": text}, no_result)
+        return await self._act(
+            "paste_text",
+            {"settle": as_options(settle), "screenshot": as_options(screenshot), "text": text},
+            no_result,
+        )
 
     async def wait(self, duration: int) -> None:
         """Wait ``duration`` milliseconds."""
@@ -253,7 +504,7 @@ class AsyncActions:
 
     async def screenshot(
         self,
-        format: actions.ImageFormat = "png",
+        format: fields.ImageFormat = "png",
         quality: int = 80,
         width: int | None = None,
         scale: float | None = None,
@@ -270,9 +521,19 @@ class AsyncActions:
         """Report the pointer position."""
         return await self._act("cursor_position", {}, point_of)
 
-    async def application(self, application: actions.ApplicationName) -> None:
+    async def application(
+        self,
+        application: fields.ApplicationName,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Bring an application to the front (launching it if needed); ``desktop`` shows the desktop."""
-        return await self._act("application", {"application": application}, no_result)
+        return await self._act(
+            "application",
+            {"settle": as_options(settle), "screenshot": as_options(screenshot), "application": application},
+            no_result,
+        )
 
     async def write_file(self, path: str, data: bytes | str, overwrite: bool = True) -> str:
         """Write a file (base64 ``data``) as the desktop user; relative paths are under ~/Desktop. The client

@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pybase64
+from pydantic import BaseModel
 
-from deskpilot.computer.actions import Coordinates
+from deskpilot.computer.fields import Coordinates
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -26,6 +27,13 @@ PointLike = tuple[float, float] | Mapping[str, float] | Coordinates
 class Point(NamedTuple):
     x: int
     y: int
+
+
+def as_options(value: BaseModel | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Options (``Settle``, ``ScreenshotOptions``) as the model or a dict of its fields."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_none=True)
+    return None if value is None else dict(value)
 
 
 def as_point(value: PointLike | None) -> dict[str, Any] | None:

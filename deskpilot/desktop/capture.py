@@ -29,6 +29,7 @@ from Xlib import X, error
 from Xlib import display as xdisplay
 from Xlib.protocol import rq
 
+from deskpilot.desktop.damage import DamageWatcher, open_watcher
 from deskpilot.desktop.x11 import Requirements, display_lost, lost_display, open_display
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ _libc.shmdt.argtypes = [ctypes.c_void_p]
 _libc.shmctl.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 _IPC_PRIVATE, _IPC_CREAT, _IPC_RMID = 0, 0o1000, 0
 
+MAX_CACHED_FRAMES = 8  # distinct (format, quality, size) kept; a client asks for one or two
 cv2.setNumThreads(1)  # 2 cores shared with the desktop apps: CPU time is the real cost
 
 
@@ -196,6 +198,14 @@ class Capturer:
             self.display.close()
             raise
         self.path: Literal["shm", "getimage"] = "shm" if self._shared is not None else "getimage"
+        self.damage: DamageWatcher | None = None
+        try:
+            self.damage = open_watcher(name, required)
+        except BaseException:
+            self.close()
+            raise
+        # the last frame encoded per (format, quality, size), with the damage count read before its grab
+        self._frames: dict[tuple[str, int, tuple[int, int]], tuple[int, Image]] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -204,6 +214,8 @@ class Capturer:
             if self._closed:
                 return
             self._closed = True
+            if self.damage is not None:
+                self.damage.close()
             if self._shared is not None:
                 self._shared.detach()
             with contextlib.suppress(Exception):  # the server may be gone already
@@ -218,12 +230,26 @@ class Capturer:
     def screenshot(
         self, fmt: str = "png", quality: int = 80, width: int | None = None, scale: float | None = None
     ) -> Image:
-        """Capture and encode; the default (PNG, full size) is lossless."""
+        """Capture and encode; the default (PNG, full size) is lossless. While nothing was drawn since the
+        same screenshot was last taken, that one is returned: the same bytes a fresh capture would give."""
+        size = target_size(self.width, self.height, width, scale)
+        key = (fmt, quality, size)
         conversion = cv2.COLOR_BGRA2RGB if fmt == "png" else cv2.COLOR_BGRA2BGR
         with self._lock, lost_display(self.name):
+            self._check_open()
+            damage = self.damage if self.damage is not None and self.damage.alive else None
+            changes = damage.poll(sync=True) if damage is not None else -1
+            cached = self._frames.get(key)
+            if cached is not None and cached[0] == changes:
+                return cached[1]  # nothing was drawn since it was captured
             # a fresh frame (own memory): cvtColor drops the padding byte on the way
             frame = cv2.cvtColor(self._grab(), conversion)
-        return encode(frame, fmt, quality, target_size(self.width, self.height, width, scale))
+        image = encode(frame, fmt, quality, size)
+        if damage is not None:
+            if len(self._frames) >= MAX_CACHED_FRAMES:
+                self._frames.clear()
+            self._frames[key] = (changes, image)
+        return image
 
     def _grab(self) -> np.ndarray:
         """The screen as BGRX, valid until the next grab."""

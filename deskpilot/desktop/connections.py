@@ -20,6 +20,7 @@ from deskpilot.computer.geometry import SCREEN
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.capture import Capturer, Image
 from deskpilot.desktop.clipboard import Clipboard
+from deskpilot.desktop.damage import DamageWatcher
 from deskpilot.desktop.x11 import Owner, Requirements, XConnection, lost_display
 from deskpilot.errors import DisplayLost, UnsupportedDisplay
 
@@ -113,6 +114,11 @@ class Connections:
         """Synchronous capture + encode (run it in a worker thread)."""
         with self._drop_if_lost():
             return self._capture.get().screenshot(fmt, quality, width, scale)
+
+    def damage(self) -> DamageWatcher | None:
+        """The capture connection's damage watcher (opening it if needed; blocking: run it off the loop)."""
+        with self._drop_if_lost():
+            return self._capture.get().damage
 
     @property
     def capture_path(self) -> str | None:

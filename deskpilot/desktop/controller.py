@@ -11,6 +11,7 @@ Every action is logged as one line: its name, its duration and its outcome (ok, 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import subprocess
 import time
@@ -38,6 +39,7 @@ __all__ = ["DesktopController", "Outcome"]
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[Outcome]]
+SETTLE_POLL = 0.005  # seconds between looks at the damage watcher while settling
 
 
 class DesktopController:
@@ -78,6 +80,8 @@ class DesktopController:
         outcome = "500"
         try:
             result = await self._handlers[type(action)](action)
+            if isinstance(action, actions.Observed):
+                result = await self.observe(action, result)
             outcome = "ok"
             return result
         except DesktopError as exc:
@@ -122,6 +126,36 @@ class DesktopController:
     ) -> Image:
         """Synchronous capture + encode (used by ``screenshot`` in a worker thread, and by the bench)."""
         return self.connections.capture(fmt, quality, width, scale)
+
+    async def observe(self, action: actions.Observed, result: Outcome) -> Outcome:
+        """What an input action asked to see afterwards: the screen settled, then a screenshot of it."""
+        if action.settle is not None:
+            settled_ms, settled = await self.settle(action.settle.quietMs, action.settle.maxMs)
+            result = dataclasses.replace(result, settled_ms=settled_ms, settled=settled)
+        if action.screenshot is not None:
+            shot = action.screenshot
+            image = await asyncio.to_thread(self.capture, shot.format, shot.quality, shot.width, shot.scale)
+            result = dataclasses.replace(result, image=image)
+        return result
+
+    async def settle(self, quiet_ms: int, max_ms: int) -> tuple[float, bool]:
+        """Wait until nothing was drawn for ``quiet_ms`` since now (an action's own drawing often comes a
+        little after it returns), at most ``max_ms``: (milliseconds waited, whether the screen settled).
+        Without damage tracking it waits ``quiet_ms`` and cannot tell."""
+        start = time.monotonic()
+        watcher = await asyncio.to_thread(self.connections.damage)
+        if watcher is None:
+            await asyncio.sleep(min(quiet_ms, max_ms) / 1000)
+            return (time.monotonic() - start) * 1000, False
+        quiet, limit = quiet_ms / 1000, start + max_ms / 1000
+        while True:
+            now = time.monotonic()
+            since = min(now - start, watcher.quiet_seconds())  # quiet since the action, not before it
+            if since >= quiet:
+                return (now - start) * 1000, True
+            if now >= limit:
+                return (now - start) * 1000, False
+            await asyncio.sleep(min(quiet - since, limit - now, SETTLE_POLL))
 
     async def wait(self, action: actions.Wait) -> Outcome:
         await asyncio.sleep(action.duration / 1000)

@@ -119,10 +119,14 @@ def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
     """Image content for screenshots, structured x/y for the cursor, an embedded blob for a file read."""
     if outcome.image is not None:
         image = outcome.image
+        settled = None  # an input action that settled first says how long it waited
+        if outcome.settled_ms is not None:
+            settled = {"settledMs": round(outcome.settled_ms, 1), "settled": outcome.settled}
         return CallToolResult(
             content=[
                 ImageContent(data=pybase64.b64encode_as_string(image.data), mime_type=image.media_type),
-            ]
+            ],
+            structured_content=settled,
         )
     if outcome.position is not None:
         x, y = outcome.position

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from deskpilot.computer import actions
+from deskpilot.computer import actions, fields
 from deskpilot.desktop.input import Input, poll
 from deskpilot.desktop.outcome import Outcome
 from deskpilot.desktop.x11 import BUTTONS, SCROLL_BUTTONS, XConnection
@@ -77,7 +77,7 @@ class MouseActions:
             return Outcome(position=x.pointer())
 
 
-def _tap(x: XConnection, where: actions.Coordinates | None, button: int, count: int) -> None:
+def _tap(x: XConnection, where: fields.Coordinates | None, button: int, count: int) -> None:
     if where is not None:
         x.move(*where.xy)
     for _ in range(count):
@@ -86,7 +86,7 @@ def _tap(x: XConnection, where: actions.Coordinates | None, button: int, count: 
 
 
 async def _tap_held(
-    x: XConnection, where: actions.Coordinates | None, button: int, count: int, held: bool
+    x: XConnection, where: fields.Coordinates | None, button: int, count: int, held: bool
 ) -> None:
     """``_tap``; with keys held, keep them down until the window manager has let the clicks through.
 

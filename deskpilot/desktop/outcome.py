@@ -20,6 +20,8 @@ class Outcome:
     image: Image | None = None
     position: tuple[int, int] | None = None
     file: FileContent | None = None
+    settled_ms: float | None = None  # how long the action's settle waited (asked for with ``settle``)
+    settled: bool | None = None  # False when it stopped at its maxMs with the screen still changing
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"success": True}
@@ -35,6 +37,8 @@ class Outcome:
             body.update(name=self.file.name, size=self.file.size, mediaType=self.file.media_type)
         if self.message is not None:
             body["message"] = self.message
+        if self.settled_ms is not None:
+            body.update(settledMs=round(self.settled_ms, 1), settled=self.settled)
         return body
 
     def to_json(self) -> bytes:

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from deskpilot.computer.actions import ApplicationName
+from deskpilot.computer.fields import ApplicationName
 
 
 class _TaskPart(BaseModel):

@@ -20,12 +20,17 @@ def wait_until(
         time.sleep(interval)
 
 
-def timed(fn: Callable[[], object], n: int, warmup: int = 5) -> list[float]:
-    """Seconds taken by each of ``n`` calls of ``fn``, after ``warmup`` untimed calls."""
+def timed(
+    fn: Callable[[], object], n: int, warmup: int = 5, between: Callable[[], object] | None = None
+) -> list[float]:
+    """Seconds taken by each of ``n`` calls of ``fn``, after ``warmup`` untimed calls; ``between`` runs
+    untimed before each call."""
     for _ in range(warmup):
         fn()
     out = []
     for _ in range(n):
+        if between is not None:
+            between()
         t0 = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)

@@ -27,6 +27,21 @@ EXAMPLES: list[dict[str, Any]] = [
     {"action": "screenshot", "format": "jpeg", "quality": 50, "width": 320},
     {"action": "screenshot", "scale": 0.25},
 ]
+_INPUT = [
+    *EXAMPLES[:8],
+    {"action": "press_keys", "keys": ["shift"], "press": "up"},
+    {"action": "paste_text", "text": ""},
+    {"action": "application", "application": "desktop"},
+]
+# the settle and screenshot an input action may ask for (our extension), on every input action
+EXAMPLES += [
+    {
+        **body,
+        "settle": {"quietMs": 1, "maxMs": 0},
+        "screenshot": {"format": "jpeg", "quality": 50, "width": 320},
+    }
+    for body in _INPUT
+] + [{**body, "screenshot": {"scale": 0.25}} for body in _INPUT]
 ILL_TYPED = [True, False, "5", "0.5", "1e2", ""]
 
 

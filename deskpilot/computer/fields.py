@@ -1,0 +1,108 @@
+"""The values the actions are made of: limits, names, numbers that must be JSON numbers, key names, points
+on the screen, and the screenshot and settling options several actions share."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from deskpilot.computer import keys
+from deskpilot.computer.geometry import SCREEN
+
+SCREEN_WIDTH, SCREEN_HEIGHT = SCREEN.width, SCREEN.height
+MAX_CLICKS, MAX_SCROLLS, MAX_WAIT_MS, MAX_TEXT = 10, 100, 300_000, 100_000
+MAX_KEYS, MAX_PATH_POINTS = 100, 10_000
+
+# back and forward (X buttons 8 and 9) are our extension of the spec's three buttons
+Button = Literal["left", "right", "middle", "back", "forward"]
+Press = Literal["up", "down"]
+ScrollDirection = Literal["up", "down", "left", "right"]
+ImageFormat = Literal["png", "jpeg", "webp"]
+ApplicationName = Literal[
+    "browser", "password_manager", "email_client", "code_editor", "terminal", "desktop", "directory"
+]
+FILE_ACTIONS = frozenset({"write_file", "read_file"})
+
+
+def _check_key(name: str) -> str:
+    keys.resolve(name)  # raises ValueError with a suggestion
+    return name
+
+
+def _json_number(value: Any) -> Any:
+    """Numbers only: pydantic's lax mode would take ``true`` as 1 and ``"5"`` as 5 (an integral float such
+    as 2.0 stays an integer, as JSON Schema has it; a float field takes integers)."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not {str(value).lower()}")
+    if isinstance(value, str):
+        raise ValueError("must be a number, not a string")
+    return value
+
+
+JSONNumber = BeforeValidator(_json_number)
+
+
+KeyName = Annotated[
+    str,
+    Field(min_length=1, max_length=64, description="ctrl, shift, alt, super, enter, esc, f5, a, Page_Up ..."),
+    AfterValidator(_check_key),
+]
+KeyList = Annotated[list[KeyName], Field(min_length=1, max_length=MAX_KEYS)]
+HoldKeys = Annotated[list[KeyName], Field(max_length=MAX_KEYS, description="keys held during the action")]
+Delay = Annotated[
+    int, JSONNumber, Field(ge=0, le=MAX_WAIT_MS, description="milliseconds between key presses")
+]
+
+
+class Coordinates(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    x: Annotated[float, JSONNumber] = Field(
+        ge=0, lt=SCREEN_WIDTH, allow_inf_nan=False, description=f"0..{SCREEN_WIDTH - 1}, pixels from the left"
+    )
+    y: Annotated[float, JSONNumber] = Field(
+        ge=0,
+        lt=SCREEN_HEIGHT,
+        allow_inf_nan=False,
+        description=f"0..{SCREEN_HEIGHT - 1}, pixels from the top",
+    )
+
+    @property
+    def xy(self) -> tuple[int, int]:
+        return min(round(self.x), SCREEN_WIDTH - 1), min(round(self.y), SCREEN_HEIGHT - 1)
+
+
+Path = Annotated[list[Coordinates], Field(min_length=1, max_length=MAX_PATH_POINTS)]
+
+
+class ScreenshotOptions(BaseModel):
+    """How a screenshot is taken: format, quality, and an optional downscale (by width or factor)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: ImageFormat = Field(default="png", description="image format (default png)")
+    quality: Annotated[int, JSONNumber] = Field(
+        default=80, ge=1, le=100, description="jpeg/webp quality; ignored for png"
+    )
+    width: Annotated[int | None, JSONNumber] = Field(
+        default=None, ge=16, le=SCREEN_WIDTH, description="downscale to this width"
+    )
+    scale: Annotated[float | None, JSONNumber] = Field(
+        default=None, gt=0, le=1, description="downscale by this factor"
+    )
+
+    @model_validator(mode="after")
+    def _one_size(self) -> Self:
+        if self.width is not None and self.scale is not None:
+            raise ValueError("give either 'width' or 'scale', not both")
+        return self
+
+
+class Settle(BaseModel):
+    """Wait after the action until nothing was drawn on the screen for ``quietMs``, at most ``maxMs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quietMs: Annotated[int, JSONNumber] = Field(default=100, ge=1, le=5000)
+    maxMs: Annotated[int, JSONNumber] = Field(default=2000, ge=0, le=MAX_WAIT_MS)

@@ -1,0 +1,111 @@
+"""Damage tracking on a bare Xvfb of its own: drawing is counted, quiet is measured, and a screenshot of a
+screen nothing was drawn on is the one taken before, byte for byte what a fresh capture gives."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from Xlib import display as xdisplay
+
+from deskpilot.computer.geometry import SCREEN
+from deskpilot.desktop.capture import Capturer
+from deskpilot.desktop.x11 import Requirements
+from tests.support.xvfb import Display, start_xvfb
+
+REQUIRED = Requirements(SCREEN.width, SCREEN.height, 24, None)
+
+
+@pytest.fixture(scope="module")
+def bare() -> Iterator[Display]:
+    d = start_xvfb()
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+@pytest.fixture
+def capturer(bare: Display) -> Iterator[Capturer]:
+    c = Capturer(bare.name, REQUIRED)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def draw(name: str, x: int, colour: int) -> None:
+    """A filled rectangle straight on the root window, from another client."""
+    d = xdisplay.Display(name)
+    root = d.screen().root
+    gc = root.create_gc(foreground=colour)
+    root.fill_rectangle(gc, x, 100, 200, 200)
+    d.sync()
+    d.close()
+
+
+def fresh(capturer: Capturer, **kw: object) -> bytes:
+    """What a capture gives with nothing cached."""
+    capturer._frames.clear()
+    return capturer.screenshot(**kw).data  # type: ignore[arg-type]
+
+
+def wait_counted(capturer: Capturer, before: int) -> None:
+    deadline = time.monotonic() + 5
+    assert capturer.damage is not None
+    while capturer.damage.poll() == before:
+        assert time.monotonic() < deadline, "no damage event arrived"
+        time.sleep(0.005)
+
+
+def test_drawing_is_counted_and_quiet_is_measured(bare: Display, capturer: Capturer) -> None:
+    watcher = capturer.damage
+    assert watcher is not None and watcher.alive
+    before = watcher.poll(sync=True)
+    draw(bare.name, 10, 0xFF0000)
+    wait_counted(capturer, before)
+    assert watcher.quiet_seconds() < 0.5
+    time.sleep(0.3)
+    assert watcher.quiet_seconds() >= 0.3
+
+
+@pytest.mark.parametrize(("fmt", "width"), [("png", None), ("png", 1280), ("jpeg", 1366)])
+def test_an_unchanged_screen_is_served_again_and_is_what_a_fresh_capture_gives(
+    bare: Display, capturer: Capturer, fmt: str, width: int | None
+) -> None:
+    draw(bare.name, 300, 0x00FF00)
+    first = capturer.screenshot(fmt, 80, width)
+    again = capturer.screenshot(fmt, 80, width)
+    assert again is first, "nothing was drawn: the frame is served again"
+    assert fresh(capturer, fmt=fmt, width=width) == first.data, "byte for byte a fresh capture"
+
+
+def test_a_drawing_is_never_missed(bare: Display, capturer: Capturer) -> None:
+    """Right after another client draws (no waiting for our thread), the next screenshot shows it."""
+    for i in range(20):
+        before = capturer.screenshot()
+        draw(bare.name, 600 + 10 * i, 0x0000FF if i % 2 else 0xFFFF00)
+        after = capturer.screenshot()
+        assert after is not before and after.data != before.data, f"round {i}: a stale frame"
+        assert after.data == fresh(capturer), f"round {i}"
+
+
+def test_without_damage_tracking_every_screenshot_is_fresh(bare: Display, capturer: Capturer) -> None:
+    assert capturer.damage is not None
+    capturer.damage.close()
+    first = capturer.screenshot()
+    assert capturer.screenshot() is not first
+
+
+def test_pointer_moves_alone_keep_the_cache_or_refresh_it_but_never_serve_a_stale_frame(
+    bare: Display, capturer: Capturer
+) -> None:
+    d = xdisplay.Display(bare.name)
+    try:
+        capturer.screenshot()
+        d.screen().root.warp_pointer(50, 50)
+        d.sync()
+        assert capturer.screenshot().data == fresh(capturer)
+    finally:
+        d.close()

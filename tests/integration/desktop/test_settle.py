@@ -1,0 +1,91 @@
+"""An input action that asks to settle and to look: one request acts, waits until nothing was drawn for
+``quietMs`` (bounded by ``maxMs``) and answers with the screenshot; without the fields the answer is the
+spec's, byte for byte."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from Xlib import display as xdisplay
+
+from tests.integration.desktop.conftest import Desktop
+
+CLICK = {"action": "click_mouse", "coordinates": {"x": 5, "y": 1075}, "button": "left", "clickCount": 1}
+
+
+def png_size(b64: str) -> tuple[int, int]:
+    head = base64.b64decode(b64[:44])
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h = struct.unpack(">II", head[16:24])
+    return int(w), int(h)
+
+
+@pytest.fixture
+def busy(desktop: Desktop) -> Iterator[None]:
+    """Another client drawing on the root window every 10 ms, as an animation would."""
+    stop = threading.Event()
+
+    def draw() -> None:
+        d = xdisplay.Display(desktop.display.name)
+        root = d.screen().root
+        gcs = [root.create_gc(foreground=c) for c in (0x101010, 0xEFEFEF)]
+        i = 0
+        while not stop.is_set():
+            i += 1
+            root.fill_rectangle(gcs[i % 2], 1900, 1060, 4, 4)
+            d.sync()
+            time.sleep(0.01)
+        d.close()
+
+    thread = threading.Thread(target=draw, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join(5)
+
+
+def test_without_the_fields_the_answer_is_the_specs(desktop: Desktop) -> None:
+    r = desktop.post(**CLICK)
+    assert r.status_code == 200 and r.json() == {"success": True}
+
+
+def test_act_settle_and_look_in_one_request(desktop: Desktop) -> None:
+    started = time.monotonic()
+    body = desktop.act(**CLICK, settle={"quietMs": 60, "maxMs": 2000}, screenshot={"width": 1280})
+    took = (time.monotonic() - started) * 1000
+    assert body["settled"] is True and 60 <= body["settledMs"] <= took
+    assert png_size(body["data"]["image"]) == (1280, 720)
+    assert set(body) == {"success", "settled", "settledMs", "data"}
+
+
+def test_a_screen_that_keeps_changing_is_waited_for_at_most_max_ms(desktop: Desktop, busy: None) -> None:
+    body = desktop.act(**CLICK, settle={"quietMs": 100, "maxMs": 300})
+    assert body["settled"] is False and 300 <= body["settledMs"] < 600
+
+
+def test_a_screenshot_without_settling(desktop: Desktop) -> None:
+    body = desktop.act(action="type_text", text="", screenshot={"format": "jpeg", "scale": 0.5})
+    assert body["data"]["mediaType"] == "image/jpeg" and "settledMs" not in body
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"settle": {"quietMs": 0}},
+        {"settle": {"quietMs": 50, "maxMs": 10**9}},
+        {"settle": {"quiet": 50}},
+        {"settle": {"quietMs": True}},
+        {"screenshot": {"width": 1280, "scale": 0.5}},
+        {"screenshot": {"format": "gif"}},
+        {"screenshot": "yes"},
+    ],
+)
+def test_bad_options_are_a_400_before_acting(desktop: Desktop, extra: dict) -> None:
+    r = desktop.post(**CLICK, **extra)
+    assert r.status_code == 400, r.text
+    assert r.json()["success"] is False
