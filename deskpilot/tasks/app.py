@@ -22,6 +22,7 @@ from deskpilot.config import SecuritySettings, TaskSettings
 from deskpilot.security import Guard, policy_for
 from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.executor import Executor, load_executor
+from deskpilot.tasks.fanout import Fanout
 from deskpilot.tasks.handlers import install_error_handlers, refusal
 from deskpilot.tasks.routes import events, health, messages, tasks
 from deskpilot.tasks.schemas import TaskCreate
@@ -53,6 +54,10 @@ def create_app(
         store = await Store.open(settings.database_url, desktop_files_dir=settings.desktop_files_dir)
         hub = EventHub()
         store.subscribe(hub.publish)
+        fanout = None if store.db.sqlite else Fanout(store, hub)
+        if fanout is not None:
+            await fanout.start()
+        app.state.fanout = fanout
         client = desktop or AsyncDesktop(
             settings.desktop_url, security.token_value(), timeout=settings.desktop_timeout
         )
@@ -79,6 +84,8 @@ def create_app(
                 await worker.stop()
             if desktop is None:
                 await client.aclose()
+            if fanout is not None:
+                await fanout.stop()
             await store.close()
 
     app = FastAPI(title="Deskpilot tasks", version=__version__, lifespan=lifespan)

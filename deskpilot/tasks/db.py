@@ -70,6 +70,11 @@ class Database:
             self.reader = self.writer.execution_options(isolation_level="AUTOCOMMIT")
 
     @property
+    def listen_dsn(self) -> str:
+        """The PostgreSQL URL as asyncpg takes it, for LISTEN and NOTIFY outside the pool."""
+        return make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+    @property
     def backend(self) -> str:
         return "sqlite" if self.sqlite else "postgresql"
 

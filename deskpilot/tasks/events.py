@@ -8,7 +8,8 @@ the Message for new_message. A connection gets every event, or only those of the
 subscription set means all events again. The server answers each action with
 ``{"event": "subscribed", "data": {"taskIds": [...]}}``. ``/ws?events=task_created,task_updated`` limits a
 connection to those kinds (a task list has no use for messages and their screenshots); an unknown kind
-closes the socket with 1008 and the list of kinds. Events are those of this process.
+closes the socket with 1008 and the list of kinds. Other processes' events arrive through ``fanout.py``
+(PostgreSQL).
 
 The store announces each committed change as an ``Event`` (a domain object); ``Event.frame`` turns it into
 the wire format above, in this one place.

@@ -19,8 +19,6 @@ import posixpath
 import socket
 from http import HTTPStatus
 
-from sqlalchemy.engine import make_url
-
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
 from deskpilot.tasks.events import Event
 from deskpilot.tasks.executor import Executor, TaskContext
@@ -218,7 +216,7 @@ class Worker:
         """PostgreSQL LISTEN: other processes' task changes wake this worker too."""
         import asyncpg
 
-        dsn = make_url(self.store.db.url).set(drivername="postgresql").render_as_string(hide_password=False)
+        dsn = self.store.db.listen_dsn
         while not self._stopping:
             conn = None
             try:
