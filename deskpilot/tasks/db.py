@@ -8,9 +8,13 @@ under WAL. On PostgreSQL both roles share one engine.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -89,3 +93,27 @@ class Database:
         await self.writer.dispose()
         if self.sqlite:
             await self.reader.dispose()
+
+
+async def keep_connected(
+    dsn: str,
+    use: Callable[[asyncpg.Connection], Awaitable[None]],
+    failed: Callable[[Exception], Awaitable[None]],
+) -> None:
+    """Run ``use`` on a PostgreSQL connection of its own (LISTEN and NOTIFY stay out of the pool) until it
+    returns; when the connection or ``use`` fails, ``failed`` (which logs and waits) and connect again. The
+    connection is always closed, also when the task is cancelled."""
+    while True:
+        conn = None
+        try:
+            conn = await asyncpg.connect(dsn)
+            await use(conn)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await failed(exc)
+        finally:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(conn.close(timeout=2))

@@ -14,13 +14,14 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
 import orjson
 
 from deskpilot.errors import TaskNotFound
+from deskpilot.tasks.db import keep_connected
 from deskpilot.tasks.events import Event, EventHub
 from deskpilot.tasks.models import Message
 from deskpilot.tasks.store import Store
@@ -72,43 +73,30 @@ class Fanout:
             )
 
     async def _announce(self, dsn: str) -> None:
-        while True:
-            conn = None
-            try:
-                conn = await asyncpg.connect(dsn)
-                while True:
-                    payload = await self._outbox.get()
-                    await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, payload)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("NOTIFY of task events failed; retrying", extra={"error": repr(exc)})
-                await asyncio.sleep(RETRY_SECONDS)
-            finally:
-                if conn is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.shield(conn.close(timeout=2))
+        async def send(conn: asyncpg.Connection) -> None:
+            while True:
+                await conn.execute("SELECT pg_notify($1, $2)", CHANNEL, await self._outbox.get())
+
+        await keep_connected(dsn, send, self._failed("NOTIFY"))
 
     async def _listen(self, dsn: str) -> None:
-        while True:
-            conn = None
-            try:
-                conn = await asyncpg.connect(dsn)
-                await conn.add_listener(CHANNEL, self._received)
-                self.listening.set()
-                while True:
-                    await asyncio.sleep(30)
-                    await conn.execute("SELECT 1")  # a dead connection shows here, and is replaced
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
+        async def listen(conn: asyncpg.Connection) -> None:
+            await conn.add_listener(CHANNEL, self._received)
+            self.listening.set()
+            while True:
+                await asyncio.sleep(30)
+                await conn.execute("SELECT 1")  # a dead connection shows here, and is replaced
+
+        await keep_connected(dsn, listen, self._failed("LISTEN"))
+
+    def _failed(self, what: str) -> Callable[[Exception], Awaitable[None]]:
+        async def retry(exc: Exception) -> None:
+            if what == "LISTEN":
                 self.listening.clear()
-                log.warning("LISTEN for task events failed; retrying", extra={"error": repr(exc)})
-                await asyncio.sleep(RETRY_SECONDS)
-            finally:
-                if conn is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.shield(conn.close(timeout=2))
+            log.warning(f"{what} for task events failed; retrying", extra={"error": repr(exc)})
+            await asyncio.sleep(RETRY_SECONDS)
+
+        return retry
 
     def _received(self, conn: object, pid: int, channel: str, payload: str) -> None:
         try:

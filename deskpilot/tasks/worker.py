@@ -19,7 +19,10 @@ import posixpath
 import socket
 from http import HTTPStatus
 
+import asyncpg
+
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
+from deskpilot.tasks.db import keep_connected
 from deskpilot.tasks.events import Event
 from deskpilot.tasks.executor import Executor, TaskContext
 from deskpilot.tasks.leases import Leases
@@ -214,27 +217,19 @@ class Worker:
 
     async def _listen(self) -> None:
         """PostgreSQL LISTEN: other processes' task changes wake this worker too."""
-        import asyncpg
 
-        dsn = self.store.db.listen_dsn
-        while not self._stopping:
-            conn = None
-            try:
-                conn = await asyncpg.connect(dsn)
-                await conn.add_listener(NOTIFY_CHANNEL, lambda *_: self._wake.set())
-                self._wake.set()  # catch up on anything missed while not listening
-                while not self._stopping:
-                    await asyncio.sleep(30)
-                    await conn.execute("SELECT 1")
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning(
-                    "LISTEN failed; polling instead",
-                    extra={"channel": NOTIFY_CHANNEL, "error": repr(exc), "poll_s": self.poll_seconds},
-                )
-                await asyncio.sleep(self.poll_seconds)
-            finally:
-                if conn is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.shield(conn.close(timeout=2))
+        async def listen(conn: asyncpg.Connection) -> None:
+            await conn.add_listener(NOTIFY_CHANNEL, lambda *_: self._wake.set())
+            self._wake.set()  # catch up on anything missed while not listening
+            while not self._stopping:
+                await asyncio.sleep(30)
+                await conn.execute("SELECT 1")
+
+        async def failed(exc: Exception) -> None:
+            log.warning(
+                "LISTEN failed; polling instead",
+                extra={"channel": NOTIFY_CHANNEL, "error": repr(exc), "poll_s": self.poll_seconds},
+            )
+            await asyncio.sleep(self.poll_seconds)
+
+        await keep_connected(self.store.db.listen_dsn, listen, failed)
