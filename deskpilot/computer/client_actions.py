@@ -249,12 +249,21 @@ class Actions:
         quality: int = 80,
         width: int | None = None,
         scale: float | None = None,
+        region: fields.Region | dict[str, Any] | None = None,
+        compression: int | None = None,
     ) -> ScreenImage:
         """Capture the screen. Without options: the whole screen at full size as a lossless PNG. Returns the
         encoded image as bytes, with its ``width`` and ``height``."""
         return self._act(
             "screenshot",
-            {"format": format, "quality": quality, "width": width, "scale": scale},
+            {
+                "format": format,
+                "quality": quality,
+                "width": width,
+                "scale": scale,
+                "region": as_options(region),
+                "compression": compression,
+            },
             screenshot_of,
         )
 
@@ -508,12 +517,21 @@ class AsyncActions:
         quality: int = 80,
         width: int | None = None,
         scale: float | None = None,
+        region: fields.Region | dict[str, Any] | None = None,
+        compression: int | None = None,
     ) -> ScreenImage:
         """Capture the screen. Without options: the whole screen at full size as a lossless PNG. Returns the
         encoded image as bytes, with its ``width`` and ``height``."""
         return await self._act(
             "screenshot",
-            {"format": format, "quality": quality, "width": width, "scale": scale},
+            {
+                "format": format,
+                "quality": quality,
+                "width": width,
+                "scale": scale,
+                "region": as_options(region),
+                "compression": compression,
+            },
             screenshot_of,
         )
 

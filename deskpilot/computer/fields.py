@@ -76,8 +76,29 @@ class Coordinates(BaseModel):
 Path = Annotated[list[Coordinates], Field(min_length=1, max_length=MAX_PATH_POINTS)]
 
 
+class Region(BaseModel):
+    """A rectangle of the screen, in screen pixels."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    x: Annotated[int, JSONNumber] = Field(ge=0, lt=SCREEN_WIDTH)
+    y: Annotated[int, JSONNumber] = Field(ge=0, lt=SCREEN_HEIGHT)
+    width: Annotated[int, JSONNumber] = Field(ge=16, le=SCREEN_WIDTH)
+    height: Annotated[int, JSONNumber] = Field(ge=16, le=SCREEN_HEIGHT)
+
+    @model_validator(mode="after")
+    def _on_screen(self) -> Self:
+        if self.x + self.width > SCREEN_WIDTH or self.y + self.height > SCREEN_HEIGHT:
+            raise ValueError(f"the region must lie on the {SCREEN_WIDTH}x{SCREEN_HEIGHT} screen")
+        return self
+
+    @property
+    def box(self) -> tuple[int, int, int, int]:
+        return self.x, self.y, self.width, self.height
+
+
 class ScreenshotOptions(BaseModel):
-    """How a screenshot is taken: format, quality, and an optional downscale (by width or factor)."""
+    """How a screenshot is taken: format, quality, a region, a size, PNG compression."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -86,16 +107,25 @@ class ScreenshotOptions(BaseModel):
         default=80, ge=1, le=100, description="jpeg/webp quality; ignored for png"
     )
     width: Annotated[int | None, JSONNumber] = Field(
-        default=None, ge=16, le=SCREEN_WIDTH, description="downscale to this width"
+        default=None,
+        ge=16,
+        le=SCREEN_WIDTH,
+        description="downscale to this width; with a region, zoom: its width in the image, up or down",
     )
     scale: Annotated[float | None, JSONNumber] = Field(
         default=None, gt=0, le=1, description="downscale by this factor"
+    )
+    region: Region | None = Field(default=None, description="only this rectangle of the screen")
+    compression: Annotated[int | None, JSONNumber] = Field(
+        default=None, ge=0, le=9, description="png only: a zlib level for a smaller file (default: fast)"
     )
 
     @model_validator(mode="after")
     def _one_size(self) -> Self:
         if self.width is not None and self.scale is not None:
             raise ValueError("give either 'width' or 'scale', not both")
+        if self.compression is not None and self.format != "png":
+            raise ValueError("'compression' is for png; jpeg and webp take 'quality'")
         return self
 
 

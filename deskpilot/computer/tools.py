@@ -23,7 +23,9 @@ PREFIX = "computer_"
 # Fields a client sets for itself, never a model: the screenshot size and format it wants, whether its
 # write_file may replace a file (a model's always may, as the API's default has it), and the settling and
 # screenshot an input action may ask for (the agent asks for them itself).
-CLIENT_FIELDS = frozenset({"scale", "width", "format", "quality", "overwrite", "settle", "screenshot"})
+CLIENT_FIELDS = frozenset(
+    {"scale", "width", "format", "quality", "region", "compression", "overwrite", "settle", "screenshot"}
+)
 
 # Argument defaults of the MCP tools where the HTTP API has a required field: Bytebot's MCP tools wait 500 ms
 # when not told, and clients written for them call computer_wait without a duration.

@@ -19,7 +19,7 @@ import ctypes.util
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import cv2
@@ -42,6 +42,7 @@ _libc.shmdt.argtypes = [ctypes.c_void_p]
 _libc.shmctl.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 _IPC_PRIVATE, _IPC_CREAT, _IPC_RMID = 0, 0o1000, 0
 
+FrameKey = tuple[str, int, tuple[int, int], tuple[int, int, int, int] | None, int | None]
 MAX_CACHED_FRAMES = 8  # distinct (format, quality, size) kept; a client asks for one or two
 cv2.setNumThreads(1)  # 2 cores shared with the desktop apps: CPU time is the real cost
 
@@ -97,6 +98,7 @@ class Image:
     media_type: str
     width: int
     height: int
+    region: tuple[int, int, int, int] | None = None  # x, y, width, height on the screen, when asked
 
 
 MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
@@ -204,8 +206,9 @@ class Capturer:
         except BaseException:
             self.close()
             raise
-        # the last frame encoded per (format, quality, size), with the damage count read before its grab
-        self._frames: dict[tuple[str, int, tuple[int, int]], tuple[int, Image]] = {}
+        # the last frame encoded per request (format, quality, size, region, compression), with the damage
+        # count read before its grab
+        self._frames: dict[FrameKey, tuple[int, Image]] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -228,13 +231,22 @@ class Capturer:
             self.display.get_input_focus()
 
     def screenshot(
-        self, fmt: str = "png", quality: int = 80, width: int | None = None, scale: float | None = None
+        self,
+        fmt: str = "png",
+        quality: int = 80,
+        width: int | None = None,
+        scale: float | None = None,
+        region: tuple[int, int, int, int] | None = None,
+        compression: int | None = None,
     ) -> Image:
         """Capture and encode; the default (PNG, full size) is lossless. While nothing was drawn since the
         same screenshot was last taken, that one is returned: the same bytes a fresh capture would give."""
-        size = target_size(self.width, self.height, width, scale)
-        key = (fmt, quality, size)
-        conversion = cv2.COLOR_BGRA2RGB if fmt == "png" else cv2.COLOR_BGRA2BGR
+        x, y, w, h = region or (0, 0, self.width, self.height)
+        size = target_size(w, h, width, scale, zoom=region is not None)
+        key: FrameKey = (fmt, quality, size, region, compression)
+        # fpng takes RGB; OpenCV's encoders (jpeg, webp, png at a compression level) take BGR
+        rgb = fmt == "png" and compression is None
+        conversion = cv2.COLOR_BGRA2RGB if rgb else cv2.COLOR_BGRA2BGR
         with self._lock, lost_display(self.name):
             self._check_open()
             damage = self.damage if self.damage is not None and self.damage.alive else None
@@ -243,8 +255,8 @@ class Capturer:
             if cached is not None and cached[0] == changes:
                 return cached[1]  # nothing was drawn since it was captured
             # a fresh frame (own memory): cvtColor drops the padding byte on the way
-            frame = cv2.cvtColor(self._grab(), conversion)
-        image = encode(frame, fmt, quality, size)
+            frame = cv2.cvtColor(self._grab()[y : y + h, x : x + w], conversion)
+        image = replace(encode(frame, fmt, quality, size, compression), region=region)
         if damage is not None:
             if len(self._frames) >= MAX_CACHED_FRAMES:
                 self._frames.clear()
@@ -264,19 +276,30 @@ class Capturer:
             raise display_lost(self.name, "the capture connection was closed")
 
 
-def target_size(w: int, h: int, width: int | None, scale: float | None) -> tuple[int, int]:
-    if width is not None and width < w:
+def target_size(
+    w: int, h: int, width: int | None, scale: float | None, zoom: bool = False
+) -> tuple[int, int]:
+    """The image size for a ``w`` x ``h`` capture: downscaled only, unless ``zoom`` (a region) lets
+    ``width`` scale it up too."""
+    if width is not None and (width < w or zoom):
         return width, max(1, round(h * width / w))
     if scale is not None and scale < 1:
         return max(1, round(w * scale)), max(1, round(h * scale))
     return w, h
 
 
-def encode(frame: np.ndarray, fmt: str, quality: int, size: tuple[int, int]) -> Image:
-    """Encode an RGB (png) or BGR (jpeg, webp) frame, downscaling with INTER_AREA (right for text)."""
+def encode(
+    frame: np.ndarray, fmt: str, quality: int, size: tuple[int, int], compression: int | None = None
+) -> Image:
+    """Encode an RGB (fast png) or BGR (png at a ``compression`` level, jpeg, webp) frame, downscaling with
+    INTER_AREA (right for text) and zooming with INTER_CUBIC."""
     if size != (frame.shape[1], frame.shape[0]):
-        frame = cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
-    if fmt == "png":
+        up = size[0] > frame.shape[1]
+        frame = cv2.resize(frame, size, interpolation=cv2.INTER_CUBIC if up else cv2.INTER_AREA)
+    if fmt == "png" and compression is not None:
+        _, buf = cv2.imencode(".png", frame, [cv2.IMWRITE_PNG_COMPRESSION, compression])
+        data = buf.tobytes()
+    elif fmt == "png":
         data = fpng.from_ndarray(frame)
     elif fmt == "jpeg":
         _, buf = cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, quality])

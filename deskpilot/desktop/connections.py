@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
+from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.computer.geometry import SCREEN
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.capture import Capturer, Image
@@ -108,12 +109,14 @@ class Connections:
         with self._drop_if_lost():
             return self._clipboard.get()
 
-    def capture(
-        self, fmt: str = "png", quality: int = 80, width: int | None = None, scale: float | None = None
-    ) -> Image:
+    def capture(self, options: ScreenshotOptions | None = None) -> Image:
         """Synchronous capture + encode (run it in a worker thread)."""
+        o = options or ScreenshotOptions()
+        region = o.region.box if o.region is not None else None
         with self._drop_if_lost():
-            return self._capture.get().screenshot(fmt, quality, width, scale)
+            return self._capture.get().screenshot(
+                o.format, o.quality, o.width, o.scale, region, o.compression
+            )
 
     def damage(self) -> DamageWatcher | None:
         """The capture connection's damage watcher (opening it if needed; blocking: run it off the loop)."""

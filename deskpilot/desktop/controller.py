@@ -21,6 +21,7 @@ from typing import Any
 import pybase64
 
 from deskpilot.computer import actions
+from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.capture import Image, tune_malloc
 from deskpilot.desktop.connections import Connections
@@ -116,16 +117,12 @@ class DesktopController:
 
     # ------------------------------------------------------------------ screen
     async def screenshot(self, action: actions.Screenshot) -> Outcome:
-        image = await asyncio.to_thread(
-            self.capture, action.format, action.quality, action.width, action.scale
-        )
+        image = await asyncio.to_thread(self.capture, action)
         return Outcome(image=image)
 
-    def capture(
-        self, fmt: str = "png", quality: int = 80, width: int | None = None, scale: float | None = None
-    ) -> Image:
+    def capture(self, options: ScreenshotOptions | None = None) -> Image:
         """Synchronous capture + encode (used by ``screenshot`` in a worker thread, and by the bench)."""
-        return self.connections.capture(fmt, quality, width, scale)
+        return self.connections.capture(options)
 
     async def observe(self, action: actions.Observed, result: Outcome) -> Outcome:
         """What an input action asked to see afterwards: the screen settled, then a screenshot of it."""
@@ -133,8 +130,7 @@ class DesktopController:
             settled_ms, settled = await self.settle(action.settle.quietMs, action.settle.maxMs)
             result = dataclasses.replace(result, settled_ms=settled_ms, settled=settled)
         if action.screenshot is not None:
-            shot = action.screenshot
-            image = await asyncio.to_thread(self.capture, shot.format, shot.quality, shot.width, shot.scale)
+            image = await asyncio.to_thread(self.capture, action.screenshot)
             result = dataclasses.replace(result, image=image)
         return result
 

@@ -26,9 +26,13 @@ class Outcome:
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"success": True}
         if self.image is not None:
-            data = {"image": pybase64.b64encode_as_string(self.image.data)}
+            data: dict[str, Any] = {"image": pybase64.b64encode_as_string(self.image.data)}
             if self.image.media_type != "image/png":
                 data["mediaType"] = self.image.media_type
+            if self.image.region is not None:  # where the image lies on the screen, to map back from it
+                x, y, w, h = self.image.region
+                data["region"] = {"x": x, "y": y, "width": w, "height": h}
+                data["size"] = {"width": self.image.width, "height": self.image.height}
             body["data"] = data
         elif self.position is not None:
             body["data"] = {"x": self.position[0], "y": self.position[1]}

@@ -26,6 +26,7 @@ EXAMPLES: list[dict[str, Any]] = [
     {"action": "wait", "duration": 0},
     {"action": "screenshot", "format": "jpeg", "quality": 50, "width": 320},
     {"action": "screenshot", "scale": 0.25},
+    {"action": "screenshot", "region": {"x": 0, "y": 0, "width": 32, "height": 32}, "compression": 1},
 ]
 _INPUT = [
     *EXAMPLES[:8],
@@ -42,6 +43,10 @@ EXAMPLES += [
     }
     for body in _INPUT
 ] + [{**body, "screenshot": {"scale": 0.25}} for body in _INPUT]
+EXAMPLES += [
+    {**body, "screenshot": {"region": {"x": 0, "y": 0, "width": 32, "height": 32}, "compression": 1}}
+    for body in _INPUT
+]
 ILL_TYPED = [True, False, "5", "0.5", "1e2", ""]
 
 
