@@ -87,6 +87,7 @@ class Computer:
         self.observe = {
             "settle": {"quietMs": settings.settle_quiet_ms, "maxMs": settings.settle_timeout_ms},
             "screenshot": {"width": self.image.width},
+            "evidence": True,
         }
 
     async def _call(self, action: str, **fields: Any) -> dict[str, Any]:
@@ -148,7 +149,7 @@ class Computer:
             return ToolOutcome([image_block(shot)], key=_digest(shot))
         observed = action in CHANGES_SCREEN
         try:
-            body = await self._call(action, **payload, **(self.observe if observed else {}))
+            body = await self._call(action, **{**payload, **(self.observe if observed else {})})
         except DesktopClientError as exc:
             return _error(exc.message)
         if action == "cursor_position":
@@ -164,8 +165,23 @@ class Computer:
             frame = (body.get("data") or {}).get("image")
             # a desktop that predates settling ignores the fields: settle by comparing frames then
             shot = self._fit(str(frame)) if frame else await self.settled_screenshot()
-            return ToolOutcome([text_block("Done."), image_block(shot)], key=_digest(shot))
+            said = describe(body.get("evidence"))
+            return ToolOutcome([text_block(said), image_block(shot)], key=_digest(shot))
         return ToolOutcome([text_block("Done.")], key="done")
+
+
+def describe(evidence: Any) -> str:
+    """The tool result's text: what the desktop saw the action do, so the model can tell a click that hit
+    nothing from one that landed."""
+    if not isinstance(evidence, dict):
+        return "Done."
+    parts = ["Done."]
+    if evidence.get("screenChanged") is False:
+        parts.append("Nothing on the screen changed.")
+    before, after = evidence.get("focusBefore") or {}, evidence.get("focusAfter") or {}
+    if after and after.get("id") != before.get("id"):
+        parts.append(f"The focus moved to the window {after.get('title')!r}.")
+    return " ".join(parts)
 
 
 def _file_outcome(body: dict[str, Any]) -> ToolOutcome:

@@ -57,6 +57,10 @@ class Observed(_Action):
     screenshot: ScreenshotOptions | None = Field(
         default=None, description="answer with a screenshot taken afterwards (after settling, if asked)"
     )
+    evidence: StrictBool = Field(
+        default=False,
+        description="answer with what the action did: pointer, focus before/after, screen changed",
+    )
 
 
 class MoveMouse(Observed):

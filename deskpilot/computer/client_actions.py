@@ -40,6 +40,7 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Move the pointer to ``coordinates``."""
         return self._act(
@@ -47,6 +48,7 @@ class Actions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "coordinates": as_point(coordinates),
             },
             no_result,
@@ -59,6 +61,7 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Move the pointer through every point of ``path`` in order, with ``hold_keys`` held."""
         return self._act(
@@ -66,6 +69,7 @@ class Actions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "path": as_points(path),
                 "holdKeys": as_keys(hold_keys),
             },
@@ -81,6 +85,7 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
         return self._act(
@@ -88,6 +93,7 @@ class Actions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "clickCount": click_count,
@@ -104,6 +110,7 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Press or release a mouse button at ``coordinates`` or where the pointer is."""
         return self._act(
@@ -111,6 +118,7 @@ class Actions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "press": press,
@@ -126,6 +134,7 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
         return self._act(
@@ -133,6 +142,7 @@ class Actions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "path": as_points(path),
                 "button": button,
                 "holdKeys": as_keys(hold_keys),
@@ -149,6 +159,7 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Scroll ``scroll_count`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
         return self._act(
@@ -156,6 +167,7 @@ class Actions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "coordinates": as_point(coordinates),
                 "direction": direction,
                 "scrollCount": scroll_count,
@@ -171,6 +183,7 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then
         up)."""
@@ -179,6 +192,7 @@ class Actions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "keys": as_keys(keys),
                 "delay": delay,
             },
@@ -192,6 +206,7 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Hold keys down (in order) or release them (in reverse order)."""
         return self._act(
@@ -199,6 +214,7 @@ class Actions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "keys": as_keys(keys),
                 "press": press,
             },
@@ -212,6 +228,7 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
         return self._act(
@@ -219,6 +236,7 @@ class Actions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "text": text,
                 "delay": delay,
             },
@@ -231,11 +249,17 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Put ``text`` on the clipboard and paste it (ctrl+v, or ctrl+shift+v in a terminal)."""
         return self._act(
             "paste_text",
-            {"settle": as_options(settle), "screenshot": as_options(screenshot), "text": text},
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "evidence": evidence,
+                "text": text,
+            },
             no_result,
         )
 
@@ -277,11 +301,17 @@ class Actions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Bring an application to the front (launching it if needed); ``desktop`` shows the desktop."""
         return self._act(
             "application",
-            {"settle": as_options(settle), "screenshot": as_options(screenshot), "application": application},
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "evidence": evidence,
+                "application": application,
+            },
             no_result,
         )
 
@@ -308,6 +338,7 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Move the pointer to ``coordinates``."""
         return await self._act(
@@ -315,6 +346,7 @@ class AsyncActions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "coordinates": as_point(coordinates),
             },
             no_result,
@@ -327,6 +359,7 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Move the pointer through every point of ``path`` in order, with ``hold_keys`` held."""
         return await self._act(
@@ -334,6 +367,7 @@ class AsyncActions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "path": as_points(path),
                 "holdKeys": as_keys(hold_keys),
             },
@@ -349,6 +383,7 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
         return await self._act(
@@ -356,6 +391,7 @@ class AsyncActions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "clickCount": click_count,
@@ -372,6 +408,7 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Press or release a mouse button at ``coordinates`` or where the pointer is."""
         return await self._act(
@@ -379,6 +416,7 @@ class AsyncActions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "press": press,
@@ -394,6 +432,7 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
         return await self._act(
@@ -401,6 +440,7 @@ class AsyncActions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "path": as_points(path),
                 "button": button,
                 "holdKeys": as_keys(hold_keys),
@@ -417,6 +457,7 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Scroll ``scroll_count`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
         return await self._act(
@@ -424,6 +465,7 @@ class AsyncActions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "coordinates": as_point(coordinates),
                 "direction": direction,
                 "scrollCount": scroll_count,
@@ -439,6 +481,7 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then
         up)."""
@@ -447,6 +490,7 @@ class AsyncActions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "keys": as_keys(keys),
                 "delay": delay,
             },
@@ -460,6 +504,7 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Hold keys down (in order) or release them (in reverse order)."""
         return await self._act(
@@ -467,6 +512,7 @@ class AsyncActions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "keys": as_keys(keys),
                 "press": press,
             },
@@ -480,6 +526,7 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
         return await self._act(
@@ -487,6 +534,7 @@ class AsyncActions:
             {
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
+                "evidence": evidence,
                 "text": text,
                 "delay": delay,
             },
@@ -499,11 +547,17 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Put ``text`` on the clipboard and paste it (ctrl+v, or ctrl+shift+v in a terminal)."""
         return await self._act(
             "paste_text",
-            {"settle": as_options(settle), "screenshot": as_options(screenshot), "text": text},
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "evidence": evidence,
+                "text": text,
+            },
             no_result,
         )
 
@@ -545,11 +599,17 @@ class AsyncActions:
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+        evidence: bool = False,
     ) -> None:
         """Bring an application to the front (launching it if needed); ``desktop`` shows the desktop."""
         return await self._act(
             "application",
-            {"settle": as_options(settle), "screenshot": as_options(screenshot), "application": application},
+            {
+                "settle": as_options(settle),
+                "screenshot": as_options(screenshot),
+                "evidence": evidence,
+                "application": application,
+            },
             no_result,
         )
 

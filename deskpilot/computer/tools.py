@@ -25,6 +25,7 @@ PREFIX = "computer_"
 # screenshot an input action may ask for (the agent asks for them itself).
 CLIENT_FIELDS = frozenset(
     {"scale", "width", "format", "quality", "region", "compression", "overwrite", "settle", "screenshot"}
+    | {"evidence"}
 )
 
 # Argument defaults of the MCP tools where the HTTP API has a required field: Bytebot's MCP tools wait 500 ms

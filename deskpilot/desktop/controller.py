@@ -23,6 +23,7 @@ import pybase64
 from deskpilot.computer import actions
 from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.config import DesktopSettings
+from deskpilot.desktop import evidence
 from deskpilot.desktop.capture import Image, tune_malloc
 from deskpilot.desktop.connections import Connections
 from deskpilot.desktop.files import DesktopUser, FileStore, base64_size
@@ -80,9 +81,11 @@ class DesktopController:
         started = time.perf_counter()
         outcome = "500"
         try:
+            wants_evidence = isinstance(action, actions.Observed) and action.evidence
+            before = await self._before() if wants_evidence else None
             result = await self._handlers[type(action)](action)
             if isinstance(action, actions.Observed):
-                result = await self.observe(action, result)
+                result = await self.observe(action, result, before)
             outcome = "ok"
             return result
         except DesktopError as exc:
@@ -124,15 +127,30 @@ class DesktopController:
         """Synchronous capture + encode (used by ``screenshot`` in a worker thread, and by the bench)."""
         return self.connections.capture(options)
 
-    async def observe(self, action: actions.Observed, result: Outcome) -> Outcome:
-        """What an input action asked to see afterwards: the screen settled, then a screenshot of it."""
+    async def observe(
+        self, action: actions.Observed, result: Outcome, before: evidence.Before | None = None
+    ) -> Outcome:
+        """What an input action asked to see afterwards: the screen settled, a screenshot of it, evidence."""
         if action.settle is not None:
             settled_ms, settled = await self.settle(action.settle.quietMs, action.settle.maxMs)
             result = dataclasses.replace(result, settled_ms=settled_ms, settled=settled)
         if action.screenshot is not None:
             image = await asyncio.to_thread(self.capture, action.screenshot)
             result = dataclasses.replace(result, image=image)
+        if before is not None:
+            with self.connections.using() as x:
+                after, pointer = evidence.focused(x), x.pointer()
+            now = await asyncio.to_thread(self._damage_count)
+            result = dataclasses.replace(result, evidence=evidence.report(before, after, pointer, now))
         return result
+
+    async def _before(self) -> evidence.Before:
+        with self.connections.using() as x:
+            focus = evidence.focused(x)
+        return evidence.Before(focus, await asyncio.to_thread(self._damage_count))
+
+    def _damage_count(self) -> int | None:
+        return evidence.changes(self.connections.damage())
 
     async def settle(self, quiet_ms: int, max_ms: int) -> tuple[float, bool]:
         """Wait until nothing was drawn for ``quiet_ms`` since now (an action's own drawing often comes a

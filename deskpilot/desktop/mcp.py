@@ -117,16 +117,15 @@ def error_result(message: str) -> CallToolResult:
 
 def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
     """Image content for screenshots, structured x/y for the cursor, an embedded blob for a file read."""
+    # what an input action asked to know besides its image: how long it settled, what it did
+    observed = {k: v for k, v in outcome.to_dict().items() if k in ("settledMs", "settled", "evidence")}
     if outcome.image is not None:
         image = outcome.image
-        settled = None  # an input action that settled first says how long it waited
-        if outcome.settled_ms is not None:
-            settled = {"settledMs": round(outcome.settled_ms, 1), "settled": outcome.settled}
         return CallToolResult(
             content=[
                 ImageContent(data=pybase64.b64encode_as_string(image.data), mime_type=image.media_type),
             ],
-            structured_content=settled,
+            structured_content=observed or None,
         )
     if outcome.position is not None:
         x, y = outcome.position
@@ -143,7 +142,8 @@ def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
                 EmbeddedResource(resource=blob),
             ]
         )
-    return CallToolResult(content=[TextContent(text=outcome.message or f"{spec.action} done.")])
+    text = TextContent(text=outcome.message or f"{spec.action} done.")
+    return CallToolResult(content=[text], structured_content=observed or None)
 
 
 def transport_security(security: SecuritySettings) -> TransportSecuritySettings:

@@ -22,6 +22,7 @@ class Outcome:
     file: FileContent | None = None
     settled_ms: float | None = None  # how long the action's settle waited (asked for with ``settle``)
     settled: bool | None = None  # False when it stopped at its maxMs with the screen still changing
+    evidence: dict[str, Any] | None = None  # what an input action did, when asked (``evidence.py``)
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {"success": True}
@@ -43,6 +44,8 @@ class Outcome:
             body["message"] = self.message
         if self.settled_ms is not None:
             body.update(settledMs=round(self.settled_ms, 1), settled=self.settled)
+        if self.evidence is not None:
+            body["evidence"] = self.evidence
         return body
 
     def to_json(self) -> bytes:

@@ -39,7 +39,7 @@ def run_click(desktop_url: str, legacy: bool) -> tuple[list[str], str]:
 def test_a_step_is_one_request(desktop_url: str) -> None:
     sent, frame = run_click(desktop_url, legacy=False)
     assert len(sent) == 1, sent
-    assert '"settle":{"quietMs":20,"maxMs":1000}' in sent[0], sent
+    assert '"settle":{"quietMs":20,"maxMs":1000}' in sent[0] and '"evidence":true' in sent[0], sent
     assert png_size(pybase64.b64decode(frame[:44])).width == AgentSettings().screenshot_width
 
 

@@ -1,0 +1,56 @@
+"""Evidence of delivery (``evidence: true``): a click into a window shows the pointer where it ended, the
+focus moving to that window and the screen changing; a click on an unchanging spot shows no change;
+without the field the answer is the spec's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.integration.desktop.conftest import Desktop, Probe
+
+
+def click(x: int, y: int, **extra: object) -> dict:
+    return {
+        "action": "click_mouse",
+        "coordinates": {"x": x, "y": y},
+        "button": "left",
+        "clickCount": 1,
+        **extra,
+    }
+
+
+def test_a_click_into_a_window_is_seen_to_land(desktop: Desktop, probe: Callable[..., Probe]) -> None:
+    first = probe(x=100, y=100, colour="#ffffff")
+    second = probe(x=900, y=100, colour="#ffffff")
+    desktop.act(**click(first.x + 20, first.y + 20))  # the first window has the focus
+    body = desktop.act(
+        **click(second.x + 30, second.y + 40, evidence=True, settle={"quietMs": 100, "maxMs": 2000})
+    )
+    ev = body["evidence"]
+    assert ev["pointer"] == {"x": second.x + 30, "y": second.y + 40}
+    assert ev["focusBefore"]["title"] == first.title and ev["focusAfter"]["title"] == second.title
+    assert ev["focusAfter"]["id"] == second.wid
+    assert ev["screenChanged"] is True  # the window manager redrew both frames
+
+
+def test_an_action_that_changes_nothing_says_so(desktop: Desktop, probe: Callable[..., Probe]) -> None:
+    p = probe(x=300, y=400)
+    desktop.act(**click(p.x + 10, p.y + 10, settle={"quietMs": 200, "maxMs": 3000}))
+    body = desktop.act(
+        action="move_mouse",
+        coordinates={"x": p.x + 11, "y": p.y + 10},
+        evidence=True,
+        settle={"quietMs": 100, "maxMs": 2000},
+    )
+    assert body["evidence"]["screenChanged"] is False
+    assert body["evidence"]["focusBefore"] == body["evidence"]["focusAfter"]
+
+
+def test_without_the_field_the_answer_is_the_specs(desktop: Desktop) -> None:
+    assert desktop.act(**click(5, 1075)) == {"success": True}
+
+
+def test_evidence_is_a_boolean(desktop: Desktop) -> None:
+    for value in ("yes", 1, None):
+        r = desktop.post(**click(5, 1075, evidence=value))
+        assert r.status_code == 400, r.text

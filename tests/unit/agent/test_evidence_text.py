@@ -1,0 +1,24 @@
+"""What the model is told a screen-changing action did, from the desktop's evidence."""
+
+from __future__ import annotations
+
+from deskpilot.agent.computer import describe
+
+
+def test_a_click_that_changed_nothing_says_so() -> None:
+    same = {"id": 5, "title": "Terminal", "class": "Xfce4-terminal"}
+    evidence = {"pointer": {"x": 1, "y": 2}, "focusBefore": same, "focusAfter": same, "screenChanged": False}
+    assert describe(evidence) == "Done. Nothing on the screen changed."
+
+
+def test_a_focus_that_moved_is_named() -> None:
+    evidence = {
+        "focusBefore": {"id": 5, "title": "Terminal", "class": "x"},
+        "focusAfter": {"id": 7, "title": "notes.txt - Geany", "class": "Geany"},
+        "screenChanged": True,
+    }
+    assert describe(evidence) == "Done. The focus moved to the window 'notes.txt - Geany'."
+
+
+def test_no_evidence_is_plain_done() -> None:
+    assert describe(None) == "Done." and describe({"screenChanged": True}) == "Done."
