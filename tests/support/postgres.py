@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 from tests.support.net import free_port
 
@@ -37,6 +38,7 @@ class PostgresServer:
         self.root = Path(tempfile.mkdtemp(prefix="deskpilot-pg-"))
         self.data = self.root / "data"
         self.sock = self.root / "sock"
+        self.log = self.root / "postgres.log"
         self.user = "postgres"
         self.proc: subprocess.Popen | None = None
         self._as: list[str] = []
@@ -65,7 +67,27 @@ class PostgresServer:
             "UTF8",
             "--locale=C",
         )
-        self.proc = subprocess.Popen(
+        with self.log.open("ab") as log:
+            self.proc = self._serve(log)
+        deadline = time.monotonic() + 30
+        while True:
+            ok = (
+                subprocess.run(
+                    [str(self.bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
+                    capture_output=True,
+                ).returncode
+                == 0
+            )
+            if ok:
+                return self
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                err = self.log.read_text(errors="replace")
+                self.stop()
+                raise RuntimeError(f"postgres did not start: {err[-2000:]}")
+            time.sleep(0.05)
+
+    def _serve(self, log: IO[bytes]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             [
                 *self._as,
                 str(self.bindir / "postgres"),
@@ -88,25 +110,11 @@ class PostgresServer:
             ],
             cwd=self.root,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            # a file, not a pipe: nobody reads a pipe while tests run, and once its 64 KiB fill up, the
+            # server's next log line (a checkpoint's) blocks it, and with it every CREATE DATABASE
+            stderr=log,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 30
-        while True:
-            ok = (
-                subprocess.run(
-                    [str(self.bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
-                    capture_output=True,
-                ).returncode
-                == 0
-            )
-            if ok:
-                return self
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                self.stop()
-                raise RuntimeError(f"postgres did not start: {err[-2000:]}")
-            time.sleep(0.05)
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
