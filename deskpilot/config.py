@@ -5,12 +5,15 @@ Every variable is documented in docs/operations.md.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from deskpilot.tasks.types import DESKTOP_NAME_PATTERN
 
 
 class DesktopSettings(BaseSettings):
@@ -103,6 +106,11 @@ def _model(name: str) -> Any:
     return Field(default=p.default_model, validation_alias=p.model_var)
 
 
+def _names(value: object) -> object:
+    """A comma-separated variable as a list (blank entries dropped)."""
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
 class TaskSettings(BaseSettings):
     """The task service (port 9991): API, queue, worker, uploads; every variable is in docs/operations.md."""
 
@@ -134,6 +142,24 @@ class TaskSettings(BaseSettings):
     desktop_files_dir: str = "/home/user/Desktop"
     # Time-out of one desktop API call.
     desktop_timeout: float = 60.0
+    # This desktop in the fleet: its name (default: the host name), the labels tasks may ask for, and the URL
+    # the rest of the fleet (the UI's live view) reaches its desktop service at (default: desktop_url).
+    desktop_name: str = Field(default="", pattern=rf"{DESKTOP_NAME_PATTERN}|^$")
+    desktop_labels: Annotated[list[str], NoDecode] = []
+    desktop_fleet_url: str = ""
+
+    @field_validator("desktop_labels", mode="before")
+    @classmethod
+    def _labels(cls, value: object) -> object:
+        return _names(value)
+
+    @field_validator("desktop_labels")
+    @classmethod
+    def _label_names(cls, labels: list[str]) -> list[str]:
+        for label in labels:
+            if not re.fullmatch(DESKTOP_NAME_PATTERN, label):
+                raise ValueError(f"{label!r} is not a label: letters, digits, '.', '_' and '-', at most 63")
+        return labels
 
 
 class AgentSettings(BaseSettings):
@@ -210,11 +236,6 @@ class UISettings(BaseSettings):
     agent_url: str = "http://127.0.0.1:9991"  # proxied at /api, WebSocket events at /api/ws
     desktop_url: str = "http://127.0.0.1:9990"  # its /vnc (noVNC + WebSocket bridge) is proxied as is
     page_size: int = 50  # tasks per page of the task list
-
-
-def _names(value: object) -> object:
-    """A comma-separated variable as a list (blank entries dropped)."""
-    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
 
 class SecuritySettings(BaseSettings):

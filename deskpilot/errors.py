@@ -123,6 +123,13 @@ class TaskNotFound(AgentError):
         super().__init__(f"Task with ID {task_id} not found")
 
 
+class DesktopNotFound(AgentError):
+    status = 404
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Desktop {name} not found: GET /desktops lists the fleet")
+
+
 class InvalidTransition(AgentError):
     status = 400
 

@@ -20,11 +20,12 @@ from deskpilot import __version__, logs
 from deskpilot.computer.client import AsyncDesktop
 from deskpilot.config import SecuritySettings, TaskSettings
 from deskpilot.security import Guard, policy_for
+from deskpilot.tasks.desktops import Identity, Registry
 from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.executor import Executor, load_executor
 from deskpilot.tasks.fanout import Fanout
 from deskpilot.tasks.handlers import install_error_handlers, refusal
-from deskpilot.tasks.routes import events, health, messages, tasks
+from deskpilot.tasks.routes import desktops, events, health, messages, tasks
 from deskpilot.tasks.schemas import TaskCreate
 from deskpilot.tasks.service import TaskService
 from deskpilot.tasks.store import Store
@@ -63,18 +64,10 @@ def create_app(
         )
         run = executor or load_executor(settings.executor)
         warming = _warm_up(run)
-        worker = None
-        if settings.worker_enabled:
-            worker = Worker(
-                store,
-                run,
-                client,
-                worker_id=settings.worker_id or None,
-                lease_seconds=settings.lease_seconds,
-                poll_seconds=settings.poll_seconds,
-            )
+        worker = _worker(settings, store, run, client) if settings.worker_enabled else None
+        if worker is not None:
             await worker.start()
-        app.state.tasks = TaskService(settings, store, hub, client, worker, run)
+        app.state.tasks = TaskService(settings, store, hub, client, worker, run, Registry(store))
         try:
             yield
         finally:
@@ -101,7 +94,7 @@ def create_app(
         allow_headers=["*"],
         expose_headers=["X-Total-Count"],
     )
-    for module in (health, tasks, messages, events):
+    for module in (health, tasks, messages, events, desktops):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:
@@ -116,6 +109,19 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def _worker(settings: TaskSettings, store: Store, executor: Executor, desktop: AsyncDesktop) -> Worker:
+    """This desktop's worker, known to the fleet by its desktop's name, labels and URL."""
+    return Worker(
+        store,
+        executor,
+        desktop,
+        worker_id=settings.worker_id or None,
+        lease_seconds=settings.lease_seconds,
+        poll_seconds=settings.poll_seconds,
+        identity=Identity.from_settings(settings),
+    )
 
 
 def _warm_up(executor: Executor) -> asyncio.Task[None] | None:

@@ -14,7 +14,7 @@ agent continues the conversation.
 Every step of a task's life is logged here, at INFO, once it is committed: created, claimed (or reclaimed
 after its worker's lease ran out, a WARNING), each status change (a finished task's with its duration,
 and its error when FAILED), handed back by a stopping worker, deleted. Fields: task, status, priority,
-model, worker, and duration_s where it applies.
+model, worker, desktop, and duration_s where it applies.
 """
 
 from __future__ import annotations
@@ -105,6 +105,8 @@ def _fields(task: Task, **extra: Any) -> dict[str, Any]:
         fields["model"] = task.model
     if task.lease_owner:
         fields["worker"] = task.lease_owner
+    if task.executed_on:
+        fields["desktop"] = task.executed_on
     fields.update((k, v) for k, v in extra.items() if v is not None)
     return fields
 

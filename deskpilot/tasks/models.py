@@ -6,7 +6,18 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text, TypeDecorator
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from deskpilot.tasks.types import Role, TaskPriority, TaskStatus, TaskType
@@ -64,6 +75,11 @@ class Task(Base):
     # The worker that owns an IN_PROGRESS task, until lease_expires_at (renewed by its heartbeat).
     lease_owner: Mapped[str | None] = mapped_column(String(200))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Placement: the desktop (by name) or a label the desktop must have; neither: any free desktop.
+    desktop: Mapped[str | None] = mapped_column(String(63))
+    desktop_label: Mapped[str | None] = mapped_column(String(63))
+    # The desktop that runs (or last ran) the task, set at each claim.
+    executed_on: Mapped[str | None] = mapped_column(String(63))
 
     messages: Mapped[list[Message]] = relationship(
         back_populates="task",
@@ -129,3 +145,23 @@ class TaskFile(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     task: Mapped[Task] = relationship(back_populates="files")
+
+
+class FleetDesktop(Base):
+    """A desktop of the fleet as its worker last announced it (``deskpilot.tasks.desktops``)."""
+
+    __tablename__ = "desktops"
+
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    labels: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # Where the desktop service answers for the rest of the fleet (the UI's live view of it).
+    url: Mapped[str] = mapped_column(String(1024))
+    worker_id: Mapped[str] = mapped_column(String(200))
+    healthy: Mapped[bool] = mapped_column(Boolean, default=True)
+    problem: Mapped[str | None] = mapped_column(Text)  # why the desktop service is not healthy
+    # A human is using the desktop: its worker claims no new task until released.
+    taken_over: Mapped[bool] = mapped_column(Boolean, default=False)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Renewed by every heartbeat; a desktop not seen by then is unhealthy (its worker died or hangs).
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from deskpilot.tasks.models import Message, Task, TaskFile
-from deskpilot.tasks.types import Camel, Role, TaskPriority, TaskStatus, TaskType
+from deskpilot.tasks.types import DESKTOP_NAME_PATTERN, Camel, Role, TaskPriority, TaskStatus, TaskType
 
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
 
@@ -36,6 +36,12 @@ class TaskCreate(Camel):
     model: str | None = Field(default=None, max_length=200, description="a `name` from GET /tasks/models")
     created_by: Role = Role.USER
     files: list[FileIn] = Field(default_factory=list)
+    desktop: str | None = Field(
+        default=None, pattern=DESKTOP_NAME_PATTERN, description="run only on this desktop (its name)"
+    )
+    desktop_label: str | None = Field(
+        default=None, pattern=DESKTOP_NAME_PATTERN, description="run only on a desktop with this label"
+    )
 
     @field_validator("scheduled_for", mode="before")
     @classmethod
@@ -150,6 +156,9 @@ def task_json(task: Task) -> dict[str, Any]:
         "updatedAt": iso(task.updated_at),
         "executedAt": iso(task.executed_at),
         "completedAt": iso(task.completed_at),
+        "desktop": task.desktop,
+        "desktopLabel": task.desktop_label,
+        "executedOn": task.executed_on,
     }
 
 

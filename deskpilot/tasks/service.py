@@ -10,6 +10,7 @@ from typing import Any
 from deskpilot.computer.client import AsyncDesktop
 from deskpilot.config import TaskSettings
 from deskpilot.errors import BadRequest, InvalidTransition
+from deskpilot.tasks.desktops import Registry
 from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.executor import Executor
 from deskpilot.tasks.models import Task
@@ -26,6 +27,7 @@ class TaskService:
     desktop: AsyncDesktop
     worker: Worker | None
     executor: Executor
+    registry: Registry
 
     async def update(self, task_id: str, **changes: Any) -> Task:
         """A user's change (status, priority, description); moving a running task away stops the agent."""

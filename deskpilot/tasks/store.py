@@ -111,8 +111,11 @@ class Store:
         model: str | None = None,
         created_by: str = Role.USER,
         files: list[NewFile] | None = None,
+        desktop: str | None = None,
+        desktop_label: str | None = None,
     ) -> Task:
-        """A new PENDING task; its first USER message is the description (plus where its files are)."""
+        """A new PENDING task; its first USER message is the description (plus where its files are).
+        ``desktop`` or ``desktop_label``: only that desktop, or one with that label, may run it."""
         if type is None:
             type = TaskType.SCHEDULED if scheduled_for else TaskType.IMMEDIATE
         if type == TaskType.SCHEDULED and scheduled_for is None:
@@ -133,6 +136,8 @@ class Store:
             created_by=created_by,
             created_at=now,
             updated_at=now,
+            desktop=desktop,
+            desktop_label=desktop_label,
         )
         rows: list[TaskFile] = []
         files = files or []
@@ -353,29 +358,21 @@ class Store:
         return summary
 
     async def list_summaries(self, task_id: str) -> list[Summary]:
+        query = select(Summary).where(Summary.task_id == task_id).order_by(Summary.created_at)
         async with self.reading() as session:
-            return list(
-                (
-                    await session.scalars(
-                        select(Summary).where(Summary.task_id == task_id).order_by(Summary.created_at)
-                    )
-                ).all()
-            )
+            return list((await session.scalars(query)).all())
 
     # -- files
 
     async def pending_files(self, task_id: str) -> list[TaskFile]:
         """Files of the task not yet written onto the desktop, with their bytes."""
+        query = (
+            select(TaskFile)
+            .where(TaskFile.task_id == task_id, TaskFile.written_at.is_(None))
+            .order_by(TaskFile.created_at, TaskFile.name)
+        )
         async with self.reading() as session:
-            return list(
-                (
-                    await session.scalars(
-                        select(TaskFile)
-                        .where(TaskFile.task_id == task_id, TaskFile.written_at.is_(None))
-                        .order_by(TaskFile.created_at, TaskFile.name)
-                    )
-                ).all()
-            )
+            return list((await session.scalars(query)).all())
 
     async def mark_file_written(self, file_id: str, desktop_path: str) -> None:
         """The file is on the desktop at ``desktop_path`` (another name than announced when one was taken)."""

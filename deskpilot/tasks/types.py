@@ -51,6 +51,18 @@ class Role(enum.StrEnum):
     ASSISTANT = "ASSISTANT"
 
 
+class DesktopState(enum.StrEnum):
+    """What a desktop of the fleet is doing (``GET /desktops``)."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    TAKEN_OVER = "taken_over"
+    UNHEALTHY = "unhealthy"
+
+
+# A desktop's name and a label: what a host name or a Kubernetes pod name can be (the UI puts it in paths).
+DESKTOP_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$"
+
 FINISHED = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED})
 
 # The kinds of event on the task service's WebSocket (/ws).
@@ -82,6 +94,9 @@ class TaskOut(Camel):
     updated_at: datetime
     executed_at: datetime | None
     completed_at: datetime | None
+    desktop: str | None = Field(default=None, description="the desktop the task must run on")
+    desktop_label: str | None = Field(default=None, description="a label the desktop must have")
+    executed_on: str | None = Field(default=None, description="the desktop that runs or last ran the task")
 
 
 class MessageOut(Camel):
@@ -118,3 +133,24 @@ class ModelOut(Camel):
     name: str
     title: str
     context_window: int | None = None
+
+
+class DesktopTask(Camel):
+    id: str
+    description: str
+    control: Role
+
+
+class DesktopOut(Camel):
+    """A desktop of the fleet (``GET /desktops``)."""
+
+    name: str
+    labels: list[str]
+    url: str = Field(description="where its desktop service answers for the fleet (the UI's live view)")
+    state: DesktopState
+    problem: str | None = Field(description="why it is unhealthy")
+    taken_over: bool = Field(description="a human took the desktop: it claims no new task")
+    task: DesktopTask | None = Field(description="the task it runs")
+    worker_id: str
+    started_at: datetime
+    seen_at: datetime

@@ -22,7 +22,7 @@ from deskpilot.config import TaskSettings
 from deskpilot.errors import BadRequest, PayloadTooLarge
 from deskpilot.tasks.models import TaskFile
 from deskpilot.tasks.schemas import FileIn, TaskCreate
-from deskpilot.tasks.types import TaskPriority, TaskType
+from deskpilot.tasks.types import DESKTOP_NAME_PATTERN, TaskPriority, TaskType
 
 MAX_NAME_BYTES = 255  # NAME_MAX of Linux file systems
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")
@@ -101,6 +101,19 @@ def renamed_note(renamed: list[tuple[str, str]]) -> str:
     )
 
 
+# The text fields of a multipart create request.
+FORM_FIELDS = (
+    "description",
+    "priority",
+    "type",
+    "scheduledFor",
+    "model",
+    "createdBy",
+    "desktop",
+    "desktopLabel",
+)
+
+
 def _validate_create(data: Any) -> TaskCreate:
     if not isinstance(data, dict):
         raise BadRequest("body: must be a JSON object")
@@ -164,12 +177,13 @@ async def _parse_multipart(request: Request, settings: TaskSettings) -> tuple[Ta
                     )
                 files.append(NewFile(value.filename or "file", await value.read(), value.content_type))
                 _check_sizes(files, settings)
-            elif key in ("description", "priority", "type", "scheduledFor", "model", "createdBy"):
+            elif key in FORM_FIELDS:
                 data[key] = value
             elif key == "files" and value != "":  # "" is an empty file input of an HTML form
                 raise BadRequest("files: must be file parts (with a filename), not text fields")
-        if data.get("scheduledFor") == "":
-            data.pop("scheduledFor")
+        for optional in ("scheduledFor", "desktop", "desktopLabel"):  # an HTML form's empty inputs
+            if data.get(optional) == "":
+                data.pop(optional)
         body = _validate_create(data)
         _check_sizes(files, settings)
         return body, files
@@ -204,6 +218,8 @@ MULTIPART_SCHEMA = {
         "type": {"type": "string", "enum": [t.value for t in TaskType]},
         "scheduledFor": {"type": "string", "anyOf": [{"format": "date-time"}, {"maxLength": 0}]},
         "model": {"type": "string"},
+        "desktop": {"type": "string", "pattern": DESKTOP_NAME_PATTERN},
+        "desktopLabel": {"type": "string", "pattern": DESKTOP_NAME_PATTERN},
         "files": {"type": "array", "items": {"type": "string", "format": "binary"}},
     },
 }

@@ -1,7 +1,9 @@
 """The queue's worker: claims the next task, saves its files onto the desktop, runs the executor on it.
 
-One worker per desktop runs one task at a time. It sleeps on an ``asyncio.Event`` that every local change
-sets (create, patch, message), so a new task starts at once; a timer wakes it only for what nobody
+One worker per desktop runs one task at a time, and announces its desktop to the fleet
+(``deskpilot.tasks.desktops``: a heartbeat every third of the lease, with the desktop service's health).
+It sleeps on an ``asyncio.Event`` that every local change sets (create, patch, message), so a new task
+starts at once; a timer wakes it only for what nobody
 announces: a scheduled task coming due, a lease running out, and on PostgreSQL other processes' changes
 (LISTEN/NOTIFY, with ``poll_seconds`` as the fallback). What runs a task is an ``Executor``
 (``deskpilot.tasks.executor``).
@@ -23,6 +25,7 @@ import asyncpg
 
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
 from deskpilot.tasks.db import keep_connected
+from deskpilot.tasks.desktops import Identity, Registry, host_desktop_name
 from deskpilot.tasks.events import Event
 from deskpilot.tasks.executor import Executor, TaskContext
 from deskpilot.tasks.leases import Leases
@@ -51,9 +54,12 @@ class Worker:
         worker_id: str | None = None,
         lease_seconds: float = 30.0,
         poll_seconds: float = 5.0,
+        identity: Identity | None = None,
     ) -> None:
         self.store = store
         self.leases = Leases(store)
+        self.registry = Registry(store)
+        self.identity = identity or Identity(host_desktop_name(), (), desktop.base_url)
         self.executor = executor
         self.desktop = desktop
         self.worker_id = worker_id or default_worker_id()
@@ -66,11 +72,14 @@ class Worker:
         self._stopping = False
         self._loop_task: asyncio.Task[None] | None = None
         self._listen_task: asyncio.Task[None] | None = None
+        self._announce_task: asyncio.Task[None] | None = None
         self._unsubscribe = store.subscribe(self._on_event)
 
     # -- life cycle
 
     async def start(self) -> None:
+        await self._announce()  # in the fleet before the first claim
+        self._announce_task = asyncio.create_task(self._heartbeats(), name="desktop heartbeat")
         self._loop_task = asyncio.create_task(self._main(), name=f"worker {self.worker_id}")
         if not self.store.db.sqlite:
             self._listen_task = asyncio.create_task(self._listen(), name="worker LISTEN")
@@ -80,11 +89,13 @@ class Worker:
         self._stopping = True
         self._unsubscribe()
         self._wake.set()
-        for job in (self._listen_task, self._loop_task):
+        for job in (self._announce_task, self._listen_task, self._loop_task):
             if job is not None:
                 job.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await job
+        with contextlib.suppress(Exception):
+            await self.registry.withdraw(self.identity.name, self.worker_id)
 
     def _on_event(self, event: Event) -> None:
         if event.kind != "task_deleted":
@@ -108,7 +119,7 @@ class Worker:
         while not self._stopping:
             self._wake.clear()
             try:
-                task = await self.leases.claim_next(self.worker_id, self.lease_seconds)
+                task = await self.leases.claim_next(self.worker_id, self.lease_seconds, self.identity)
             except Exception:
                 log.exception("claiming a task failed; retrying", extra={"worker": self.worker_id})
                 await asyncio.sleep(1)
@@ -214,6 +225,29 @@ class Worker:
             )
             run.cancel()
             return
+
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(self._heartbeat_interval)
+            await self._announce()
+
+    @property
+    def _heartbeat_interval(self) -> float:
+        return max(self.lease_seconds / 3, 0.05)
+
+    async def _announce(self) -> None:
+        """This desktop is in the fleet for another lease, healthy unless its desktop service says not."""
+        try:
+            health = await asyncio.wait_for(self.desktop.health(), self._heartbeat_interval)
+            problem = None if health.get("status") == "ok" else str(health.get("error") or health)
+        except (DesktopClientError, TimeoutError) as exc:
+            problem = str(exc) or "the desktop service did not answer in time"
+        try:
+            await self.registry.announce(self.identity, self.worker_id, self.lease_seconds, problem)
+        except Exception as exc:
+            log.warning(
+                "announcing the desktop failed", extra={"desktop": self.identity.name, "error": repr(exc)}
+            )
 
     async def _listen(self) -> None:
         """PostgreSQL LISTEN: other processes' task changes wake this worker too."""

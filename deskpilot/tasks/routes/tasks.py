@@ -69,6 +69,8 @@ async def create_task(request: Request, service: Service) -> Response:
         model=body.model,
         created_by=body.created_by,
         files=files,
+        desktop=body.desktop,
+        desktop_label=body.desktop_label,
     )
     return json_response(task_json(task), 201)
 

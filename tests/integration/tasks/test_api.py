@@ -15,7 +15,8 @@ from tests.integration.tasks.conftest import NO_DESKTOP_FILES_DIR, serve, with_s
 ERROR_KEYS = {"statusCode", "message", "error"}
 TASK_KEYS = {
     "id", "description", "status", "priority", "type", "scheduledFor", "model", "control", "createdBy",
-    "error", "result", "createdAt", "updatedAt", "executedAt", "completedAt",
+    "error", "result", "createdAt", "updatedAt", "executedAt", "completedAt", "desktop", "desktopLabel",
+    "executedOn",
 }  # fmt: skip
 
 

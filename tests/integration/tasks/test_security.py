@@ -18,7 +18,8 @@ from websockets.sync.client import connect
 
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app as create_desktop_app
-from tests.integration.tasks.conftest import serve
+from deskpilot.tasks.desktops import Identity, Registry
+from tests.integration.tasks.conftest import serve, with_store
 from tests.integration.tasks.test_upload_desktop import ReadBack
 from tests.support.desktop_files import private_files_dir
 from tests.support.net import ServerThread
@@ -31,6 +32,8 @@ DASHBOARD = "https://dash.example"
 FOREIGN = "http://evil.example"
 ERROR_KEYS = {"statusCode", "message", "error"}
 
+# A desktop of the fleet the routes below name (announced in the api fixture).
+DESKTOP = Identity("guarded-desktop", (), "http://127.0.0.1:9")
 # Every route but /health; {id} is a task of the test's own.
 ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/tasks", None),
@@ -44,6 +47,9 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/tasks/{id}/messages", None),
     ("POST", "/tasks/{id}/messages", {"content": "refused"}),
     ("DELETE", "/tasks/{id}", None),
+    ("GET", "/desktops", None),
+    ("POST", f"/desktops/{DESKTOP.name}/takeover", None),
+    ("POST", f"/desktops/{DESKTOP.name}/resume", None),
     ("GET", "/docs", None),
     ("GET", "/redoc", None),
     ("GET", "/openapi.json", None),
@@ -56,6 +62,7 @@ ROUTE_IDS = [f"{method} {path}" for method, path, _ in ROUTES]
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     db = tmp_path_factory.mktemp("security") / "agent.db"
     with serve(f"sqlite:///{db}", security=with_token(allowed_origins=[DASHBOARD])) as client:
+        with_store(f"sqlite:///{db}", lambda store: Registry(store).announce(DESKTOP, "w", 3600))
         yield client
 
 
