@@ -5,22 +5,14 @@ does is proven by the e2e tests of the same image layout (scripts/appliance.sh, 
 from __future__ import annotations
 
 import base64
-import os
 import re
-import subprocess
-from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
 import pytest
 import yaml
 
 from deskpilot import __version__
-
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "helm" / "deskpilot"
-HELM = ROOT / ".venv" / "bin" / "helm"
-KUBERNETES = "1.30"  # the oldest Kubernetes the chart is checked against; newer ones accept it too
+from tests.support.helm import CHART, helm, helm_env_in, notes, render, set_args, validate
 
 SCENARIOS: dict[str, list[str]] = {
     "defaults": [],
@@ -40,41 +32,15 @@ SCENARIOS: dict[str, list[str]] = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def helm_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    assert HELM.exists(), "helm is missing: make test installs it (scripts/install-helm.sh .venv/bin)"
-    home = tmp_path_factory.mktemp("helm")
-    return {**os.environ, **{f"HELM_{k}_HOME": str(home / k.lower()) for k in ("CACHE", "CONFIG", "DATA")}}
-
-
-def helm(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(HELM), *args], env=env, capture_output=True, text=True, timeout=60)
-
-
-def set_args(settings: list[str]) -> list[str]:
-    return [a for s in settings for a in ("--set", s)]
-
-
-def notes(env: dict[str, str], settings: list[str]) -> str:
-    """NOTES.txt as `helm install` prints it (a client-side dry run: no cluster)."""
-    out = helm(
-        env, "install", "desk", str(CHART), "--namespace", "apps", "--dry-run=client", *set_args(settings)
-    )
-    assert out.returncode == 0, out.stderr
-    return out.stdout.split("NOTES:", 1)[1]
-
-
-def render(env: dict[str, str], settings: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
-    """Render the chart as release `desk` in namespace `apps`: {(kind, name): object}."""
-    out = helm(env, "template", "desk", str(CHART), "--namespace", "apps", *set_args(settings))
-    assert out.returncode == 0, out.stderr
-    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(out.stdout) if d}
-
-
 def container(objects: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
     (pod,) = [o["spec"]["template"]["spec"] for (kind, _), o in objects.items() if kind == "Deployment"]
     (c,) = pod["containers"]
     return c
+
+
+@pytest.fixture(scope="module")
+def helm_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return helm_env_in(tmp_path_factory)
 
 
 @pytest.mark.parametrize("settings", SCENARIOS.values(), ids=SCENARIOS.keys())
@@ -84,7 +50,7 @@ def test_lints_strictly_and_renders_valid_kubernetes_objects(
     lint = helm(helm_env, "lint", "--strict", str(CHART), *set_args(settings))
     assert lint.returncode == 0, lint.stdout + lint.stderr
     for obj in render(helm_env, settings).values():
-        kubernetes_validate.validate(obj, KUBERNETES, strict=True)
+        validate(obj)
 
 
 def test_defaults_one_desktop_with_its_volumes_ports_and_probes(helm_env: dict[str, str]) -> None:

@@ -30,6 +30,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if and .Values.auth.token .Values.auth.existingSecret -}}
 {{- fail "auth: set token or existingSecret, not both" -}}
 {{- end -}}
+{{- if and .Values.postgresql.enabled (or .Values.database.url .Values.database.existingSecret) -}}
+{{- fail "database: postgresql.enabled runs one for the release; with it, leave database.url and existingSecret empty" -}}
+{{- end -}}
+{{- if and (include "deskpilot.fleet" .) (not (include "deskpilot.databaseSecret" .)) -}}
+{{- fail "a fleet (desktops.replicas > 1 or autoscaling) shares one queue on PostgreSQL: set database.url, database.existingSecret or postgresql.enabled" -}}
+{{- end -}}
+{{- if and (include "deskpilot.fleet" .) .Values.ingress.mcp -}}
+{{- fail "ingress.mcp routes /mcp to the one desktop; in a fleet, MCP clients reach each desktop at its stable name (<release>-desktop-N.<release>-desktops.<namespace>.svc:9990/mcp)" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The Secret holding the token and its key: the user's, or the chart's own (auth-secret.yaml). */}}
@@ -58,4 +67,85 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "deskpilot.claim" -}}
 {{- $p := index .root.Values.persistence .name -}}
 {{- $p.existingClaim | default (printf "%s-%s" (include "deskpilot.fullname" .root) .name) -}}
+{{- end -}}
+
+{{/* The fleet: several desktops (a StatefulSet) share one queue on PostgreSQL behind one task API and UI (a
+Deployment). Off (one desktop, the default): one pod runs everything. */}}
+{{- define "deskpilot.fleet" -}}
+{{- if or (gt (int .Values.desktops.replicas) 1) .Values.desktops.autoscaling.enabled }}true{{ end -}}
+{{- end -}}
+
+{{- define "deskpilot.desktopsName" -}}
+{{ include "deskpilot.fullname" . }}-desktop
+{{- end -}}
+
+{{/* The headless Service giving each desktop its stable DNS name: <pod>.<this>.<namespace>.svc. */}}
+{{- define "deskpilot.desktopsService" -}}
+{{ include "deskpilot.fullname" . }}-desktops
+{{- end -}}
+
+{{- define "deskpilot.postgresName" -}}
+{{ include "deskpilot.fullname" . }}-postgresql
+{{- end -}}
+
+{{/* Where DATABASE_URL comes from: {name, key} of a Secret, or nothing (SQLite). */}}
+{{- define "deskpilot.databaseSecret" -}}
+{{- if .Values.database.existingSecret -}}
+{name: {{ .Values.database.existingSecret }}, key: {{ .Values.database.existingSecretKey }}}
+{{- else if .Values.database.url -}}
+{name: {{ include "deskpilot.secretName" . }}, key: DATABASE_URL}
+{{- else if .Values.postgresql.enabled -}}
+{name: {{ include "deskpilot.postgresName" . }}, key: DATABASE_URL}
+{{- end -}}
+{{- end -}}
+
+{{/* The variables every Deskpilot container reads: the token, the Host allow-list, the model, the database. */}}
+{{- define "deskpilot.commonEnv" -}}
+# the launcher gives it to the task service and the UI, the desktop service only its digest
+- name: DESKPILOT_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "deskpilot.authSecretName" . }}
+      key: {{ include "deskpilot.authSecretKey" . }}
+{{- with .Values.llm.model }}
+- name: AGENT_MODEL
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.llm.proxyUrl }}
+- name: AGENT_LLM_PROXY_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- with include "deskpilot.databaseSecret" . }}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      {{- . | fromYaml | toYaml | nindent 6 }}
+{{- end }}
+{{- range .Values.extraEnv }}
+- name: {{ .name }}
+  {{- if hasKey . "value" }}
+  value: {{ .value | toString | quote }}  {{- /* 200 or true in values would not be valid env */}}
+  {{- else }}
+  valueFrom:
+    {{- toYaml .valueFrom | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* Provider keys (and the URL given as a value) from the chart's Secret and the user's. */}}
+{{- define "deskpilot.envFrom" -}}
+{{- if include "deskpilot.ownSecret" . }}
+- secretRef:
+    name: {{ include "deskpilot.secretName" . }}
+{{- end }}
+{{- with .Values.llm.existingSecret }}
+- secretRef:
+    name: {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* Restart the pods when a key, URL or token changes: they read them only at start. */}}
+{{- define "deskpilot.checksums" -}}
+checksum/secret: {{ include (print $.Template.BasePath "/secret.yaml") . | sha256sum }}
+checksum/auth: {{ include (print $.Template.BasePath "/auth-secret.yaml") . | sha256sum }}
 {{- end -}}
