@@ -87,3 +87,8 @@ class AgentClient:
     async def models(self) -> list[dict[str, Any]]:
         models: list[dict[str, Any]] = (await self._get("/tasks/models")).json()
         return models
+
+    async def desktops(self) -> list[dict[str, Any]]:
+        """The fleet's desktops (``GET /desktops``): name, state, the task each runs, its URL."""
+        desktops: list[dict[str, Any]] = (await self._get("/desktops")).json()
+        return desktops

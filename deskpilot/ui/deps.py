@@ -10,6 +10,7 @@ from starlette.requests import HTTPConnection
 
 from deskpilot.config import UISettings
 from deskpilot.ui.agent import AgentClient
+from deskpilot.ui.fleet import DesktopDirectory
 
 
 def agent_client(conn: HTTPConnection) -> AgentClient:
@@ -22,5 +23,11 @@ def ui_settings(conn: HTTPConnection) -> UISettings:
     return settings
 
 
+def desktop_directory(conn: HTTPConnection) -> DesktopDirectory:
+    directory: DesktopDirectory = conn.app.state.directory
+    return directory
+
+
 Agent = Annotated[AgentClient, Depends(agent_client)]
+Directory = Annotated[DesktopDirectory, Depends(desktop_directory)]
 Settings = Annotated[UISettings, Depends(ui_settings)]

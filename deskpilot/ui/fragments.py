@@ -12,13 +12,13 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from deskpilot.errors import agent_error_body
 from deskpilot.ui.agent import AgentFailed, AgentUnavailable
-from deskpilot.ui.deps import Agent, Settings
-from deskpilot.ui.render import render, task_list, task_state
+from deskpilot.ui.deps import Agent, Directory, Settings
+from deskpilot.ui.render import fleet, render, task_list, task_state
 
-router = APIRouter(prefix="/fragments/tasks")
+router = APIRouter(prefix="/fragments")
 
 
-@router.get("", response_class=HTMLResponse)
+@router.get("/tasks", response_class=HTMLResponse)
 async def task_rows(
     request: Request, agent: Agent, settings: Settings, filter: str = "all", offset: int = 0
 ) -> HTMLResponse:
@@ -26,15 +26,21 @@ async def task_rows(
     return render(request, "_task_rows.html", context, 502 if context["error"] else 200)
 
 
-@router.get("/{task_id}/messages", response_class=HTMLResponse)
+@router.get("/tasks/{task_id}/messages", response_class=HTMLResponse)
 async def message_items(request: Request, task_id: str, agent: Agent, offset: int = 0) -> HTMLResponse:
     messages = await agent.messages(task_id, max(offset, 0))
     return render(request, "_messages.html", {"messages": messages})
 
 
-@router.get("/{task_id}/state")
+@router.get("/tasks/{task_id}/state")
 async def task_state_json(task_id: str, agent: Agent) -> JSONResponse:
     return JSONResponse(task_state(await agent.get_task(task_id)))
+
+
+@router.get("/desktops", response_class=HTMLResponse)
+async def desktop_rows(request: Request, agent: Agent, directory: Directory) -> HTMLResponse:
+    context = await fleet(agent, directory)
+    return render(request, "_desktop_rows.html", context, 502 if context["error"] else 200)
 
 
 async def agent_unavailable(request: Request, exc: Exception) -> JSONResponse:

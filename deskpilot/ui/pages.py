@@ -7,8 +7,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from deskpilot import __version__
 from deskpilot.ui.agent import AgentFailed, AgentUnavailable
-from deskpilot.ui.deps import Agent, Settings
-from deskpilot.ui.render import models_state, render, task_list, task_state
+from deskpilot.ui.deps import Agent, Directory, Settings
+from deskpilot.ui.render import fleet, models_state, render, task_list, task_state
 
 router = APIRouter()
 
@@ -51,3 +51,20 @@ async def task_detail(request: Request, task_id: str, agent: Agent) -> HTMLRespo
     if task.get("status") == "PENDING":  # say why it may not start
         context.update(await models_state(agent))
     return render(request, "task.html", context)
+
+
+@router.get("/desktops", response_class=HTMLResponse)
+async def desktops(request: Request, agent: Agent, directory: Directory) -> HTMLResponse:
+    """The fleet: every desktop with its state and task, and a way to watch it."""
+    context = await fleet(agent, directory)
+    return render(request, "desktops.html", context, 502 if context["error"] else 200)
+
+
+@router.get("/desktops/{name}", response_class=HTMLResponse)
+async def desktop(request: Request, name: str, agent: Agent, directory: Directory) -> HTMLResponse:
+    """One desktop's live view, with take-over (it claims no new task) and hand-back."""
+    context = await fleet(agent, directory)
+    found = [d for d in context["desktops"] if d["name"] == name]
+    context.update(name=name, desktop=found[0] if found else None)
+    status = 502 if context["error"] else 200 if found else 404
+    return render(request, "desktop.html", context, status)

@@ -1,4 +1,5 @@
-"""Same-origin reverse proxy: `/api/*` to the agent, `/vnc*` to the desktop, HTTP and WebSocket.
+"""Same-origin reverse proxy: `/api/*` to the agent, `/vnc*` to the desktop, `/desktops/<name>/vnc*` to that
+desktop of the fleet (``deskpilot.ui.fleet``), HTTP and WebSocket.
 
 A browser then needs only the UI's port, which is what makes ingress and remote use simple. Bodies
 are streamed both ways (uploads and noVNC's files are never buffered whole); WebSocket frames are
@@ -30,6 +31,7 @@ from websockets.exceptions import ConnectionClosed
 from deskpilot.bridge import pump_until_either_ends
 from deskpilot.errors import agent_error_body
 from deskpilot.ui import paths
+from deskpilot.ui.fleet import DesktopDirectory
 
 # RFC 9110 §7.6.1 connection-specific headers, plus the ones the HTTP client sets itself.
 _HOP_BY_HOP = {
@@ -74,20 +76,35 @@ class Upstream:
     """One service behind the UI: requests to ``prefix + path`` go to ``base_url + path``."""
 
     def __init__(
-        self, name: str, base_url: str, prefix: str, client: httpx.AsyncClient, token: str | None = None
+        self,
+        name: str,
+        base_url: str,
+        prefix: str,
+        client: httpx.AsyncClient,
+        token: str | None = None,
+        *,
+        live_view_only: bool = False,
     ) -> None:
         self.name = name
         self.base_url = base_url.rstrip("/")
         self.prefix = prefix
         self.client = client
+        self.token = token
         self.credentials = [(b"authorization", f"Bearer {token}".encode())] if token else []
+        self.live_view_only = live_view_only  # a desktop: only its live view is forwarded
+
+    def fleet_desktop(self, name: str, base_url: str) -> Upstream:
+        """Another desktop's live view, at ``/desktops/<name>`` + its own path, through the same client."""
+        return Upstream(
+            f"desktop {name}", base_url, f"/desktops/{name}", self.client, self.token, live_view_only=True
+        )
 
     def _headers(self, raw: list[tuple[bytes, bytes]], drop: set[str]) -> list[tuple[bytes, bytes]]:
         """The browser's headers for the upstream: without ``drop`` and the browser's own, plus the token."""
         kept = [(k, v) for k, v in raw if k.decode("latin-1").lower() not in drop | _BROWSER_ONLY]
         return kept + self.credentials
 
-    def _upstream_path(self, path: str) -> str:
+    def upstream_path(self, path: str) -> str:
         return path[len(self.prefix) :] if self.prefix and path.startswith(self.prefix) else path
 
     def _rewrite_location(self, location: str) -> str:
@@ -110,7 +127,7 @@ class Upstream:
 
     async def forward_http(self, request: Request, path: str) -> Response:
         """Forward to ``path`` (the browser's path, still percent-encoded) on the upstream."""
-        url = httpx.URL(self.base_url + self._upstream_path(path), query=request.url.query.encode())
+        url = httpx.URL(self.base_url + self.upstream_path(path), query=request.url.query.encode())
         headers = self._headers(request.headers.raw, _HOP_BY_HOP)
         client_host = request.client.host if request.client else ""
         headers += [
@@ -145,7 +162,7 @@ class Upstream:
 
     async def forward_websocket(self, websocket: WebSocket, path: str) -> None:
         base = "ws" + self.base_url.removeprefix("http")
-        url = base + self._upstream_path(path)
+        url = base + self.upstream_path(path)
         if websocket.url.query:
             url += "?" + websocket.url.query
         headers = [
@@ -212,32 +229,38 @@ class Proxies:
     desktop: Upstream  # /vnc*
 
 
-def upstream(conn: HTTPConnection) -> Upstream:
-    """The service a proxied path belongs to."""
+async def upstream(conn: HTTPConnection) -> Upstream | None:
+    """The service a proxied path belongs to; None for a desktop the fleet does not have."""
     proxies: Proxies = conn.app.state.proxies
+    name = conn.path_params.get("desktop")
+    if name is not None:
+        directory: DesktopDirectory = conn.app.state.directory
+        url = await directory.url(name)
+        return proxies.desktop.fleet_desktop(name, url) if url else None
     return proxies.agent if conn.url.path.startswith(proxies.agent.prefix + "/") else proxies.desktop
 
 
-def forwarded_path(conn: HTTPConnection, target: Upstream) -> str | None:
+def forwarded_path(conn: HTTPConnection, target: Upstream | None) -> str | None:
     """The path to forward, or None when it is not one the UI forwards (see ``deskpilot.ui.paths``)."""
     path = paths.normalised(conn.scope)
-    if path is None or target.prefix:
-        return path
-    return path if paths.desktop_allows(path, websocket=conn.scope["type"] == "websocket") else None
+    if path is None or target is None or not target.live_view_only:
+        return path if target is not None else None
+    inner = target.upstream_path(path)
+    return path if paths.desktop_allows(inner, websocket=conn.scope["type"] == "websocket") else None
 
 
 def not_found(conn: HTTPConnection) -> JSONResponse:
     return JSONResponse(agent_error_body(404, f"{paths.raw_path(conn.scope)} is not served here"), 404)
 
 
-Target = Annotated[Upstream, Depends(upstream)]
+Target = Annotated[Upstream | None, Depends(upstream)]
 
 
 async def forward_http(request: Request, target: Target) -> Response:
     path = forwarded_path(request, target)
-    if path is None:
+    if path is None or target is None:
         return not_found(request)
-    if not target.prefix and request.method not in ("GET", "HEAD"):  # the live view is files to read
+    if target.live_view_only and request.method not in ("GET", "HEAD"):  # the live view is files to read
         body = agent_error_body(405, "the desktop's live view is read with GET")
         return JSONResponse(body, 405, headers={"Allow": "GET, HEAD"})
     return await target.forward_http(request, path)
@@ -245,13 +268,19 @@ async def forward_http(request: Request, target: Target) -> Response:
 
 async def forward_websocket(websocket: WebSocket, target: Target) -> None:
     path = forwarded_path(websocket, target)
-    if path is None:
+    if path is None or target is None:
         await websocket.send_denial_response(not_found(websocket))
         return
     await target.forward_websocket(websocket, path)
 
 
 router = APIRouter(include_in_schema=False)
-for _path in ("/api/{path:path}", "/vnc", "/vnc/{path:path}"):
+for _path in (
+    "/api/{path:path}",
+    "/vnc",
+    "/vnc/{path:path}",
+    "/desktops/{desktop}/vnc",
+    "/desktops/{desktop}/vnc/{path:path}",
+):
     router.add_api_route(_path, forward_http, methods=METHODS)
     router.add_api_websocket_route(_path, forward_websocket)

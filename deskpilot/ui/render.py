@@ -16,6 +16,7 @@ from deskpilot.config import PROVIDERS, PROXY_VAR
 from deskpilot.tasks.types import FINISHED, TaskPriority
 from deskpilot.ui.agent import FILTERS, AgentClient, AgentFailed, AgentUnavailable, statuses_for
 from deskpilot.ui.conversation import render_message
+from deskpilot.ui.fleet import DesktopDirectory, live_view_base
 
 STATUS_LABELS: dict[str, str] = {
     "PENDING": "Queued",
@@ -73,6 +74,7 @@ def _templates() -> Jinja2Templates:
     env.filters["title_case"] = lambda value: str(value or "").replace("_", " ").title()
     env.filters["render_message"] = render_message
     env.filters["result_text"] = result_text
+    env.filters["live_view"] = live_view_base
     return templates
 
 
@@ -97,6 +99,16 @@ async def models_state(agent: AgentClient) -> dict[str, Any]:
         return {"models": await agent.models(), "models_error": None}
     except (AgentUnavailable, AgentFailed) as exc:
         return {"models": None, "models_error": str(exc)}
+
+
+async def fleet(agent: AgentClient, directory: DesktopDirectory) -> dict[str, Any]:
+    """The fleet page's desktops (and the proxy learns their URLs on the way), or the agent's error."""
+    try:
+        desktops = await agent.desktops()
+    except (AgentUnavailable, AgentFailed) as exc:
+        return {"desktops": [], "error": str(exc)}
+    directory.known(desktops)
+    return {"desktops": desktops, "error": None}
 
 
 async def task_list(agent: AgentClient, filter_key: str, offset: int, limit: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from deskpilot.config import SecuritySettings, UISettings
 from deskpilot.security import frame_headers, session_value, with_headers
 from deskpilot.ui import fragments, login, pages, proxy
 from deskpilot.ui.agent import AgentClient
+from deskpilot.ui.fleet import DesktopDirectory
 from deskpilot.ui.guard import UIGuard, ui_access
 
 
@@ -40,8 +41,9 @@ async def services(app: FastAPI, settings: UISettings, token: str | None) -> Asy
         app.state.agent = AgentClient(settings.agent_url, rendering)
         app.state.proxies = proxy.Proxies(
             agent=proxy.Upstream("agent", settings.agent_url, "/api", proxying, token),
-            desktop=proxy.Upstream("desktop", settings.desktop_url, "", proxying, token),
+            desktop=proxy.Upstream("desktop", settings.desktop_url, "", proxying, token, live_view_only=True),
         )
+        app.state.directory = DesktopDirectory(app.state.agent)
         yield
 
 

@@ -1,11 +1,12 @@
 // Live desktop view: noVNC's RFB client (served by the desktop at /vnc/core/rfb.js, proxied here),
 // over the same-origin WebSocket bridge /vnc/websockify. View only until the user takes over.
+// A desktop of the fleet is the same under /desktops/<name>/vnc (the `base`; setBase moves the view there).
 // The desktop enforces view only itself: a connection takes input only when opened with ?interactive=1,
 // so taking over (and handing back) reconnects in the other mode; noVNC's viewOnly just stops sending.
 
 const RETRY_MS = [1000, 2000, 5000, 10000];
 
-export function startDesktop(target, stateEl) {
+export function startDesktop(target, stateEl, base = "/vnc") {
   let rfb = null;
   let viewOnly = true;
   let attempt = 0;
@@ -21,7 +22,7 @@ export function startDesktop(target, stateEl) {
     timer = null;
     let RFB;
     try {
-      ({ default: RFB } = await import("/vnc/core/rfb.js"));
+      ({ default: RFB } = await import(`${base}/core/rfb.js`));
     } catch (e) {
       retry("the desktop's viewer did not load (is the desktop service running?)");
       return;
@@ -29,7 +30,7 @@ export function startDesktop(target, stateEl) {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const interactive = !viewOnly;
     say("connecting", "connecting…");
-    const url = `${scheme}://${location.host}/vnc/websockify${interactive ? "?interactive=1" : ""}`;
+    const url = `${scheme}://${location.host}${base}/websockify${interactive ? "?interactive=1" : ""}`;
     const client = new RFB(target, url, { shared: true });
     client.viewOnly = !interactive;
     client.scaleViewport = true;
@@ -55,18 +56,28 @@ export function startDesktop(target, stateEl) {
     timer = setTimeout(connect, ms);
   }
 
+  function reconnect() {
+    if (!rfb) return; // connecting or waiting to retry: the next connection takes the new mode
+    const old = rfb;
+    rfb = null;
+    old.viewOnly = true; // no input on the way out
+    old.disconnect();
+    if (timer === null) connect();
+  }
+
   connect();
   return {
     setViewOnly(value) {
       target.dataset.viewOnly = String(value);
       if (value === viewOnly) return;
       viewOnly = value;
-      if (!rfb) return; // connecting or waiting to retry: the next connection takes the new mode
-      const old = rfb;
-      rfb = null;
-      old.viewOnly = true; // no input on the way out
-      old.disconnect();
-      if (timer === null) connect();
+      reconnect();
+    },
+    setBase(value) {
+      if (value === base) return;
+      base = value;
+      target.dataset.base = value;
+      reconnect();
     },
     get rfb() { return rfb; },
   };

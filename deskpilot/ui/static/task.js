@@ -8,7 +8,8 @@ const taskId = page.dataset.taskId;
 let task = JSON.parse(document.getElementById("task-data").textContent);
 
 const conversation = document.getElementById("conversation");
-const desktop = startDesktop(document.getElementById("screen"), document.getElementById("desktop-state"));
+const screen = document.getElementById("screen");
+const desktop = startDesktop(screen, document.getElementById("desktop-state"), screen.dataset.base);
 
 // Which buttons make sense in which state (the allowed moves of deskpilot/tasks/lifecycle.py). A finished
 // task has no agent to pause: it offers neither take-over nor hand-back (the API refuses a take-over).
@@ -59,6 +60,15 @@ function applyState(next) {
     ? "You have the mouse and keyboard; the agent waits. Hand back when you are done."
     : "View only. Take over to use the mouse and keyboard yourself; the agent pauses until you hand back.";
   desktop.setViewOnly(!userHasControl);
+  // the desktop that runs it (a fleet's, by name): its live view, once a desktop has claimed the task
+  const on = document.getElementById("task-desktop");
+  on.hidden = !task.executedOn;
+  if (task.executedOn) {
+    const link = on.querySelector("a");
+    link.textContent = task.executedOn;
+    link.href = `/desktops/${encodeURIComponent(task.executedOn)}`;
+    desktop.setBase(`/desktops/${encodeURIComponent(task.executedOn)}/vnc`);
+  }
   showEmpty();
 }
 
