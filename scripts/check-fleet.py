@@ -4,7 +4,7 @@
 
 Passes once at least DESKTOPS desktops have announced themselves (GET /desktops) and none of them is
 unhealthy: each worker reports its own desktop service's /health with its heartbeat. Waits up to two minutes
-for desktops still starting; standard library only.
+for desktops still starting (a refused token fails at once); standard library only.
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ def main(argv: list[str]) -> int:
         try:
             found = desktops(url, token)
             wrong = problems(found, expected)
+        except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403):  # the token is wrong: waiting will not mend it
+                print(f"GET {url}/desktops: {exc}", file=sys.stderr)
+                return 1
+            found, wrong = [], [f"GET {url}/desktops: {exc}"]
         except (urllib.error.URLError, OSError, ValueError) as exc:
             found, wrong = [], [f"GET {url}/desktops: {exc}"]
         if not wrong:
