@@ -1,4 +1,5 @@
-"""``python -m deskpilot.scripted plan.yaml [--host H] [--port P]``: serve a plan until interrupted.
+"""``python -m deskpilot.scripted plan.yaml [--host H] [--port P] [--latency-ms MS]``: serve a plan until
+interrupted; each answer takes ``--latency-ms`` as a real provider's would.
 
 ``--then '{"calls": [["computer_wait", {"duration": 1}]]}'`` instead of a plan answers every request with
 that one step (what the benchmarks use).
@@ -23,12 +24,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--then", help="instead of a plan: one step as JSON, the answer to every request")
+    ap.add_argument(
+        "--latency-ms", type=float, default=0.0, help="each answer takes this long, as a provider's"
+    )
     args = ap.parse_args(argv)
     if bool(args.plan) == bool(args.then):
         ap.error("give a plan file or --then, not both")
     try:
         plan = Plan.load(args.plan) if args.plan else None
-        model = ScriptedModel(plan=plan, then=None if plan else _step(args.then))
+        model = ScriptedModel(
+            plan=plan, then=None if plan else _step(args.then), latency=args.latency_ms / 1000
+        )
     except (PlanError, ValueError, TypeError) as exc:
         print(f"deskpilot.scripted: {exc}", file=sys.stderr)
         return 2

@@ -44,8 +44,12 @@ class ScriptedModel:
         *,
         plan: Plan | None = None,
         model: str | None = None,
+        latency: float = 0.0,
     ) -> None:
         self.model = model or (plan.model if plan else "scripted")
+        # seconds each completion takes, as a provider's would: benches of many desktops measure the
+        # fleet, not how fast this machine's CPUs answer an instant model
+        self.latency = latency
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
@@ -198,7 +202,10 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length > 0 else b""
-            self._reply(*model.answer(self._path(), body, dict(self.headers)))
+            answer = model.answer(self._path(), body, dict(self.headers))
+            if model.latency > 0:
+                time.sleep(model.latency)  # this request's own thread
+            self._reply(*answer)
 
         def _path(self) -> str:
             return self.path.split("?", 1)[0].rstrip("/") or "/"

@@ -29,8 +29,8 @@ LEASE_S = 3.0
 PLAN = {
     "model": "scripted",
     "tasks": [
-        {  # long enough to be killed in the middle of: ten waits of half a second (not the same one twice: the
-            # agent stops a model that repeats itself)
+        {  # long enough to be killed in the middle of: ten waits of half a second (never the same one
+            # twice: the agent stops a model that repeats itself)
             "match": "^slow",
             "steps": [{"tool": "computer_wait", "args": {"duration": 500 + i}} for i in range(10)]
             + [{"tool": "set_task_status", "args": {"status": "completed", "description": "slow done"}}],

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -77,6 +79,25 @@ def test_no_matching_task_is_a_400_naming_it() -> None:
     with ScriptedModel(plan=plan).serve() as model:
         r = httpx.post(f"{model.base_url}/chat/completions", json=conversation("something", 0))
     assert r.status_code == 400 and "no task of the plan matches 'something'" in r.json()["error"]["message"]
+
+
+def test_answers_take_the_latency_a_provider_would_each_in_its_own_time() -> None:
+    plan = Plan.parse(json.dumps({"tasks": [{"match": ".", "steps": [{"text": "a"}]}]}))
+    with ScriptedModel(plan=plan, latency=0.3).serve() as model, httpx.Client() as client:
+        started = time.monotonic()
+        with ThreadPoolExecutor(3) as pool:  # three desktops asking at once wait 0.3 s each, side by side
+            codes = list(
+                pool.map(
+                    lambda _: (
+                        client.post(
+                            f"{model.base_url}/chat/completions", json=conversation("x", 0)
+                        ).status_code
+                    ),
+                    range(3),
+                )
+            )
+        took = time.monotonic() - started
+    assert codes == [200, 200, 200] and 0.3 <= took < 0.9
 
 
 @pytest.fixture
