@@ -22,7 +22,8 @@ def click(x: int, y: int, **extra: object) -> dict:
 def test_a_click_into_a_window_is_seen_to_land(desktop: Desktop, probe: Callable[..., Probe]) -> None:
     first = probe(x=100, y=100, colour="#ffffff")
     second = probe(x=900, y=100, colour="#ffffff")
-    desktop.act(**click(first.x + 20, first.y + 20))  # the first window has the focus
+    # the first window has the focus once the window manager has given it (settled: it redraws the frames)
+    desktop.act(**click(first.x + 20, first.y + 20, settle={"quietMs": 100, "maxMs": 2000}))
     body = desktop.act(
         **click(second.x + 30, second.y + 40, evidence=True, settle={"quietMs": 100, "maxMs": 2000})
     )
