@@ -30,11 +30,11 @@ def test_a_click_into_a_window_is_seen_to_land(desktop: Desktop, probe: Callable
     )
     ev = body["evidence"]
     assert ev["pointer"] == {"x": second.x + 30, "y": second.y + 40}
-    assert ev["focusBefore"]["title"] == first.title and ev["focusAfter"]["title"] == second.title
+    assert ev["focusBefore"]["title"] == first.title and ev["focusAfter"]["title"] == second.title, ev
     assert ev["focusAfter"]["id"] == second.wid
     assert ev["screenChanged"] is True  # the window manager redrew both frames
     box = ev["damaged"]  # where: over both windows' frames, within the screen
-    assert box["x"] <= second.x and box["x"] + box["width"] >= second.x and box["width"] > 0
+    assert box["x"] <= second.x and box["x"] + box["width"] >= second.x and box["width"] > 0, (box, second)
     assert box["x"] >= 0 and box["x"] + box["width"] <= 1920 and box["y"] + box["height"] <= 1080
 
 
