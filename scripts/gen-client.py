@@ -33,6 +33,8 @@ TARGET = ROOT / "deskpilot" / "computer" / "client_actions.py"
 CLIENT_DEFAULTS = {"button": '"left"', "clickCount": "1", "scrollCount": "1"}
 # Fields a caller gives in another form than the wire's: (action, field) -> (type, converter).
 CONVERTED = {("write_file", "data"): ("bytes | str", "as_base64")}
+# Fields of any action given in another form: ``space`` is an image's description, or None for the screen.
+FIELD_TYPES = {"space": ("fields.ImageSpace | dict[str, Any] | None", "as_options")}
 # action -> (return type, the results function that makes it from the response body)
 RESULTS = {
     "screenshot": ("ScreenImage", "screenshot_of"),
@@ -119,7 +121,7 @@ def render(tp: Any) -> tuple[str, str | None]:
 
 def parameter(action: str, field: str, info: Any) -> tuple[str, str, bool]:
     """(the parameter as written in the signature, its value in the request, whether it has a default)."""
-    text, convert = CONVERTED.get((action, field)) or render(info.annotation)
+    text, convert = CONVERTED.get((action, field)) or FIELD_TYPES.get(field) or render(info.annotation)
     name = snake(field)
     value = f"{convert}({name})" if convert else name
     if info.default is not PydanticUndefined:

@@ -1,7 +1,8 @@
 """Running one ``computer_*`` tool call on the desktop: validate, map coordinates, act, settle, screenshot.
 
-The model works in the scaled screenshot's pixels; `to_screen` maps every coordinate it gives back to
-the screen before the arguments are validated by the contract's action model. A request
+The model works in the scaled screenshot's pixels: its arguments go to the contract's action model with
+``space`` set to that image, so they are checked on the image the model saw and mapped onto the screen by
+the same transform as a client's over HTTP or MCP (``deskpilot.computer.fields``). A request
 the desktop refuses (4xx) comes back to the model as an error tool result so it can correct itself;
 an unreachable desktop (or 503) is retried briefly and then raised as `DesktopDown`.
 """
@@ -16,12 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pybase64
+from pydantic import ValidationError
 
 from deskpilot.agent.context import image_block, text_block
 from deskpilot.agent.frames import png_size, resize_png, settle
+from deskpilot.agent.tools import Zoom
 from deskpilot.computer.actions import ACTION_MODELS, parse_action
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
-from deskpilot.computer.geometry import Size, scaled_size, to_model, to_screen
+from deskpilot.computer.geometry import SCREEN, Size, scaled_size, screen_rect, to_model
 from deskpilot.computer.tools import CHANGES_SCREEN, CLIENT_FIELDS
 from deskpilot.config import AgentSettings
 from deskpilot.errors import InvalidAction
@@ -55,26 +58,6 @@ def _digest(settled: str) -> str:
     return hashlib.blake2b(settled.encode(), digest_size=16).hexdigest()
 
 
-def map_coordinates(args: dict[str, Any], image: Size) -> dict[str, Any]:
-    """Model-image coordinates in ``coordinates`` / ``path`` → screen coordinates (other fields as given)."""
-
-    def number(value: Any) -> bool:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-
-    def point(value: Any) -> Any:
-        if isinstance(value, dict) and number(value.get("x")) and number(value.get("y")):
-            x, y = to_screen(value["x"], value["y"], image)
-            return {**value, "x": x, "y": y}
-        return value  # left for validation to reject with a clear message
-
-    out = dict(args)
-    if "coordinates" in out:
-        out["coordinates"] = point(out["coordinates"])
-    if isinstance(out.get("path"), list):
-        out["path"] = [point(value) for value in out["path"]]
-    return out
-
-
 class Computer:
     """The desktop as the model sees it: scaled screenshots and model-space coordinates."""
 
@@ -89,6 +72,33 @@ class Computer:
             "screenshot": {"width": self.image.width},
             "evidence": True,
         }
+        self.zoomed: dict[str, Any] | None = None  # the last zoom's image, as a ``space``
+
+    async def zoom(self, args: dict[str, Any]) -> ToolOutcome:
+        """A region of the screen (given in the model's pixels) magnified to the model's width; its pixels
+        are then the ``space`` of a pointing tool called with ``inZoom``."""
+        try:
+            asked = Zoom.model_validate(args)
+        except ValidationError as exc:
+            return _error(f"Invalid arguments: {exc.errors()[0]['msg']}")
+        rect = screen_rect(asked.x, asked.y, asked.width, asked.height, self.image)
+        if rect is None:
+            return _error(f"The region must lie on the {self.image} screenshot.")
+        region = dict(zip(("x", "y", "width", "height"), rect, strict=True))
+        try:
+            body = await self._call("screenshot", region=region, width=self.image.width)
+        except DesktopClientError as exc:
+            return _error(exc.message)
+        data = body["data"]
+        self.zoomed = {"width": data["size"]["width"], "region": data["region"]}
+        factor = data["scale"] * SCREEN.width / self.image.width  # zoom pixels per screenshot pixel
+        said = (
+            f"The region x={asked.x}, y={asked.y}, {asked.width}x{asked.height} of your screenshot, "
+            f"magnified {factor:.1f}x ({data['size']['width']}x{data['size']['height']}). To act on a point "
+            "of this image, call the tool with inZoom: true and its coordinates in this image."
+        )
+        shot = str(data["image"])
+        return ToolOutcome([text_block(said), image_block(shot)], key=_digest(shot))
 
     async def _call(self, action: str, **fields: Any) -> dict[str, Any]:
         """One desktop call; retried while the desktop is unreachable or 503, then DesktopDown."""
@@ -137,7 +147,13 @@ class Computer:
             return _error(f"Unknown action {action!r}.")
         if "__invalid_json__" in args:
             return _error(f"Arguments were not a JSON object: {args['__invalid_json__'][:200]}")
-        raw = {k: v for k, v in map_coordinates(args, self.image).items() if k not in CLIENT_FIELDS}
+        raw = {k: v for k, v in args.items() if k not in CLIENT_FIELDS and k != "inZoom"}
+        if args.get("inZoom") is True:
+            if self.zoomed is None:
+                return _error("There is no zoom yet: call zoom first, or give screenshot coordinates.")
+            raw["space"] = self.zoomed
+        elif self.image != SCREEN:
+            raw["space"] = {"width": self.image.width}
         try:  # the desktop's own validation, so the model gets the message /computer-use would give
             validated = parse_action({**raw, "action": action})
         except InvalidAction as exc:
@@ -165,19 +181,26 @@ class Computer:
             frame = (body.get("data") or {}).get("image")
             # a desktop that predates settling ignores the fields: settle by comparing frames then
             shot = self._fit(str(frame)) if frame else await self.settled_screenshot()
-            said = describe(body.get("evidence"))
+            said = describe(body.get("evidence"), self.image)
             return ToolOutcome([text_block(said), image_block(shot)], key=_digest(shot))
         return ToolOutcome([text_block("Done.")], key="done")
 
 
-def describe(evidence: Any) -> str:
+def describe(evidence: Any, image: Size = SCREEN) -> str:
     """The tool result's text: what the desktop saw the action do, so the model can tell a click that hit
-    nothing from one that landed."""
+    nothing from one that landed, and keys typed into nothing (in the pixels of the ``image`` it sees)."""
     if not isinstance(evidence, dict):
         return "Done."
     parts = ["Done."]
+    if evidence.get("keysDelivered") is False:
+        parts.append("No window has the keyboard focus, so the keys went nowhere: click into a window first.")
+    box = evidence.get("damaged")
     if evidence.get("screenChanged") is False:
         parts.append("Nothing on the screen changed.")
+    elif isinstance(box, dict) and box.get("width") and box.get("height"):
+        x0, y0 = to_model(box["x"], box["y"], image)
+        x1, y1 = to_model(box["x"] + box["width"] - 1, box["y"] + box["height"] - 1, image)
+        parts.append(f"The screen changed within x={x0}..{x1}, y={y0}..{y1}.")
     before, after = evidence.get("focusBefore") or {}, evidence.get("focusAfter") or {}
     if after and after.get("id") != before.get("id"):
         parts.append(f"The focus moved to the window {after.get('title')!r}.")

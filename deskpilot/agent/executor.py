@@ -254,6 +254,8 @@ class Run:
                     outcome = ToolOutcome([text_block(f"Task status set to {FINAL_STATUS[final.status]}.")])
             elif name == "create_task":
                 outcome = await self._create_task(args)
+            elif name == "zoom":
+                outcome = await self.computer.zoom(args)
             elif name.startswith(PREFIX):
                 taken = not await self.ctx.has_control()
                 if taken:  # no desktop action while a human holds control (POST /tasks/:id/takeover)

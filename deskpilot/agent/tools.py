@@ -1,6 +1,6 @@
 """The tools the model is given: every desktop tool of the one table (``deskpilot.computer.tools``), rendered
-in the pixels of the screenshots the model sees, plus the agent's own ``set_task_status`` and
-``create_task``."""
+in the pixels of the screenshots the model sees, plus the agent's own ``set_task_status``, ``create_task``
+and ``zoom`` (a region magnified; the pointing tools then take ``inZoom`` to act on its pixels)."""
 
 from __future__ import annotations
 
@@ -32,12 +32,36 @@ class CreateTask(BaseModel):
     scheduledFor: datetime | None = Field(default=None, description="ISO 8601 time to run it at, if later.")
 
 
-AGENT_TOOLS: dict[str, type[BaseModel]] = {"set_task_status": SetTaskStatus, "create_task": CreateTask}
+class Zoom(BaseModel):
+    """Look closer: a region of the screen, magnified to the width of your screenshots (small text, icons,
+    a crowded menu). Give the region in screenshot pixels. To act on something you see in the zoomed image,
+    call the pointing tool with inZoom: true and coordinates in the zoomed image's pixels."""
+
+    x: int = Field(ge=0, description="left edge of the region, in screenshot pixels")
+    y: int = Field(ge=0, description="top edge of the region, in screenshot pixels")
+    width: int = Field(ge=8, description="width of the region, in screenshot pixels")
+    height: int = Field(ge=8, description="height of the region, in screenshot pixels")
+
+
+AGENT_TOOLS: dict[str, type[BaseModel]] = {
+    "set_task_status": SetTaskStatus,
+    "create_task": CreateTask,
+    "zoom": Zoom,
+}
+IN_ZOOM = {
+    "type": "boolean",
+    "description": "the coordinates are pixels of the last zoom image, not of the screenshot",
+}
 
 
 def tool_definitions(image: Size) -> list[dict[str, Any]]:
-    """Every tool in OpenAI function format; coordinates are in the `image` the model is shown."""
+    """Every tool in OpenAI function format; coordinates are in the `image` the model is shown, or in the
+    last zoom's with ``inZoom``."""
     out = [spec.llm_function(image) for spec in TOOLS.values()]
+    for tool in out:
+        properties = tool["function"]["parameters"].get("properties", {})
+        if "coordinates" in properties or "path" in properties:
+            properties["inZoom"] = IN_ZOOM
     for name, model in AGENT_TOOLS.items():
         out.append(function_tool(name, (model.__doc__ or name).strip(), inline_schema(model)))
     return out

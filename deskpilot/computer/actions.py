@@ -41,6 +41,8 @@ from deskpilot.computer.fields import (
     ScreenshotOptions,
     ScrollDirection,
     Settle,
+    Space,
+    points_into_screen,
 )
 from deskpilot.errors import InvalidAction
 
@@ -61,6 +63,12 @@ class Observed(_Action):
         default=False,
         description="answer with what the action did: pointer, focus before/after, screen changed",
     )
+    space: Space = None  # input only: a validated action holds screen pixels
+
+    @model_validator(mode="before")
+    @classmethod
+    def _into_screen(cls, data: Any) -> Any:
+        return points_into_screen(data)
 
 
 class MoveMouse(Observed):

@@ -41,6 +41,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Move the pointer to ``coordinates``."""
         return self._act(
@@ -49,6 +50,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "coordinates": as_point(coordinates),
             },
             no_result,
@@ -62,6 +64,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Move the pointer through every point of ``path`` in order, with ``hold_keys`` held."""
         return self._act(
@@ -70,6 +73,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "path": as_points(path),
                 "holdKeys": as_keys(hold_keys),
             },
@@ -86,6 +90,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
         return self._act(
@@ -94,6 +99,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "clickCount": click_count,
@@ -111,6 +117,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Press or release a mouse button at ``coordinates`` or where the pointer is."""
         return self._act(
@@ -119,6 +126,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "press": press,
@@ -135,6 +143,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
         return self._act(
@@ -143,6 +152,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "path": as_points(path),
                 "button": button,
                 "holdKeys": as_keys(hold_keys),
@@ -160,6 +170,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Scroll ``scroll_count`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
         return self._act(
@@ -168,6 +179,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "coordinates": as_point(coordinates),
                 "direction": direction,
                 "scrollCount": scroll_count,
@@ -184,6 +196,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then
         up)."""
@@ -193,6 +206,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "keys": as_keys(keys),
                 "delay": delay,
             },
@@ -207,6 +221,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Hold keys down (in order) or release them (in reverse order)."""
         return self._act(
@@ -215,6 +230,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "keys": as_keys(keys),
                 "press": press,
             },
@@ -229,6 +245,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
         return self._act(
@@ -237,6 +254,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "text": text,
                 "delay": delay,
             },
@@ -250,6 +268,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Put ``text`` on the clipboard and paste it (ctrl+v, or ctrl+shift+v in a terminal)."""
         return self._act(
@@ -258,6 +277,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "text": text,
             },
             no_result,
@@ -302,6 +322,7 @@ class Actions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Bring an application to the front (launching it if needed); ``desktop`` shows the desktop."""
         return self._act(
@@ -310,6 +331,7 @@ class Actions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "application": application,
             },
             no_result,
@@ -339,6 +361,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Move the pointer to ``coordinates``."""
         return await self._act(
@@ -347,6 +370,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "coordinates": as_point(coordinates),
             },
             no_result,
@@ -360,6 +384,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Move the pointer through every point of ``path`` in order, with ``hold_keys`` held."""
         return await self._act(
@@ -368,6 +393,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "path": as_points(path),
                 "holdKeys": as_keys(hold_keys),
             },
@@ -384,6 +410,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
         return await self._act(
@@ -392,6 +419,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "clickCount": click_count,
@@ -409,6 +437,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Press or release a mouse button at ``coordinates`` or where the pointer is."""
         return await self._act(
@@ -417,6 +446,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "coordinates": as_point(coordinates),
                 "button": button,
                 "press": press,
@@ -433,6 +463,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Press ``button`` at the first point of ``path``, move through the rest, release at the last."""
         return await self._act(
@@ -441,6 +472,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "path": as_points(path),
                 "button": button,
                 "holdKeys": as_keys(hold_keys),
@@ -458,6 +490,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Scroll ``scroll_count`` steps (X buttons 4-7) at ``coordinates`` or where the pointer is."""
         return await self._act(
@@ -466,6 +499,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "coordinates": as_point(coordinates),
                 "direction": direction,
                 "scrollCount": scroll_count,
@@ -482,6 +516,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Press and release each key in sequence, ``delay`` ms apart (a chord is ``press_keys`` down then
         up)."""
@@ -491,6 +526,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "keys": as_keys(keys),
                 "delay": delay,
             },
@@ -505,6 +541,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Hold keys down (in order) or release them (in reverse order)."""
         return await self._act(
@@ -513,6 +550,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "keys": as_keys(keys),
                 "press": press,
             },
@@ -527,6 +565,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
         return await self._act(
@@ -535,6 +574,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "text": text,
                 "delay": delay,
             },
@@ -548,6 +588,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Put ``text`` on the clipboard and paste it (ctrl+v, or ctrl+shift+v in a terminal)."""
         return await self._act(
@@ -556,6 +597,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "text": text,
             },
             no_result,
@@ -600,6 +642,7 @@ class AsyncActions:
         settle: fields.Settle | dict[str, Any] | None = None,
         screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
         evidence: bool = False,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
         """Bring an application to the front (launching it if needed); ``desktop`` shows the desktop."""
         return await self._act(
@@ -608,6 +651,7 @@ class AsyncActions:
                 "settle": as_options(settle),
                 "screenshot": as_options(screenshot),
                 "evidence": evidence,
+                "space": as_options(space),
                 "application": application,
             },
             no_result,

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from deskpilot.computer import keys
-from deskpilot.computer.geometry import SCREEN
+from deskpilot.computer.geometry import SCREEN, Size, image_size, to_screen
 
 SCREEN_WIDTH, SCREEN_HEIGHT = SCREEN.width, SCREEN.height
 MAX_CLICKS, MAX_SCROLLS, MAX_WAIT_MS, MAX_TEXT = 10, 100, 300_000, 100_000
@@ -95,6 +103,72 @@ class Region(BaseModel):
     @property
     def box(self) -> tuple[int, int, int, int]:
         return self.x, self.y, self.width, self.height
+
+
+class ImageSpace(BaseModel):
+    """The image a client read its coordinates from: a screenshot ``width`` pixels wide, of the whole screen
+    or of ``region`` (as its answer said: ``data.size.width`` and ``data.region``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    width: Annotated[int, JSONNumber] = Field(ge=16, le=SCREEN_WIDTH, description="the image's width")
+    region: Region | None = Field(default=None, description="the region of the screen the image shows")
+
+    @property
+    def size(self) -> Size:
+        area = Size(self.region.width, self.region.height) if self.region else SCREEN
+        return image_size(area, self.width, None, zoom=self.region is not None)
+
+    def to_screen(self, x: float, y: float) -> tuple[int, int]:
+        """A point of the image → the screen pixel it shows; ValueError off the image."""
+        size = self.size
+        if not (0 <= x < size.width and 0 <= y < size.height):
+            raise ValueError(f"({x:g}, {y:g}) is not on the {size} image 'space' describes")
+        if self.region is None:
+            return to_screen(x, y, size)
+        area = Size(self.region.width, self.region.height)
+        return to_screen(x, y, size, area, origin=(self.region.x, self.region.y))
+
+
+def points_into_screen(data: Any) -> Any:
+    """A request's ``coordinates`` and ``path`` given in an image's pixels (``space``) → screen pixels, each
+    checked on that image; the validated action then holds screen pixels only, whoever sent it (HTTP, MCP,
+    the agent). Anything that is not a point is left for the fields' own validation to reject."""
+    if not isinstance(data, dict) or not isinstance(data.get("space"), dict):
+        return data
+    try:
+        space = ImageSpace.model_validate(data["space"])
+    except ValidationError:
+        return data  # the field's own validation says what is wrong, and where
+
+    def point(value: Any) -> Any:
+        if not isinstance(value, dict) or not all(
+            isinstance(value.get(k), int | float) and not isinstance(value.get(k), bool) for k in ("x", "y")
+        ):
+            return value
+        x, y = space.to_screen(value["x"], value["y"])
+        return {**value, "x": x, "y": y}
+
+    out = {**data, "space": None}
+    if "coordinates" in out:
+        out["coordinates"] = point(out["coordinates"])
+    if isinstance(out.get("path"), list):
+        out["path"] = [point(v) for v in out["path"]]
+    return out
+
+
+def _screen_is_the_default(value: Any) -> Any:
+    return None if value == "screen" else value
+
+
+Space = Annotated[
+    ImageSpace | None,
+    BeforeValidator(_screen_is_the_default),
+    Field(
+        description='the coordinates\' pixels: "screen" (default) or the image they were read from, '
+        '{"width": 1366} or {"width": 960, "region": {...}} as a screenshot\'s answer describes it',
+    ),
+]
 
 
 class ScreenshotOptions(BaseModel):

@@ -22,10 +22,10 @@ PREFIX = "computer_"
 
 # Fields a client sets for itself, never a model: the screenshot size and format it wants, whether its
 # write_file may replace a file (a model's always may, as the API's default has it), and the settling and
-# screenshot an input action may ask for (the agent asks for them itself).
+# screenshot an input action may ask for, and the pixels its coordinates are in (the agent sets them itself).
 CLIENT_FIELDS = frozenset(
     {"scale", "width", "format", "quality", "region", "compression", "overwrite", "settle", "screenshot"}
-    | {"evidence"}
+    | {"evidence", "space"}
 )
 
 # Argument defaults of the MCP tools where the HTTP API has a required field: Bytebot's MCP tools wait 500 ms

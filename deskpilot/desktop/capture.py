@@ -19,7 +19,7 @@ import ctypes.util
 import logging
 import os
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from typing import Literal
 
 import cv2
@@ -29,6 +29,7 @@ from Xlib import X, error
 from Xlib import display as xdisplay
 from Xlib.protocol import rq
 
+from deskpilot.computer.geometry import Size, image_size
 from deskpilot.desktop.damage import DamageWatcher, open_watcher
 from deskpilot.desktop.x11 import Requirements, display_lost, lost_display, open_display
 
@@ -99,6 +100,13 @@ class Image:
     width: int
     height: int
     region: tuple[int, int, int, int] | None = None  # x, y, width, height on the screen, when asked
+    screen: tuple[int, int] | None = None  # the screen's width and height, when captured from one
+
+    @property
+    def scaled(self) -> bool:
+        """Not the whole screen pixel for pixel: a client must map its coordinates back."""
+        whole = self.screen is None or (self.width, self.height) == self.screen
+        return self.region is not None or not whole
 
 
 MEDIA_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
@@ -242,7 +250,7 @@ class Capturer:
         """Capture and encode; the default (PNG, full size) is lossless. While nothing was drawn since the
         same screenshot was last taken, that one is returned: the same bytes a fresh capture would give."""
         x, y, w, h = region or (0, 0, self.width, self.height)
-        size = target_size(w, h, width, scale, zoom=region is not None)
+        size = astuple(image_size(Size(w, h), width, scale, zoom=region is not None))
         key: FrameKey = (fmt, quality, size, region, compression)
         # fpng takes RGB; OpenCV's encoders (jpeg, webp, png at a compression level) take BGR
         rgb = fmt == "png" and compression is None
@@ -256,7 +264,9 @@ class Capturer:
                 return cached[1]  # nothing was drawn since it was captured
             # a fresh frame (own memory): cvtColor drops the padding byte on the way
             frame = cv2.cvtColor(self._grab()[y : y + h, x : x + w], conversion)
-        image = replace(encode(frame, fmt, quality, size, compression), region=region)
+        image = replace(
+            encode(frame, fmt, quality, size, compression), region=region, screen=(self.width, self.height)
+        )
         if damage is not None:
             if len(self._frames) >= MAX_CACHED_FRAMES:
                 self._frames.clear()
@@ -274,18 +284,6 @@ class Capturer:
     def _check_open(self) -> None:
         if self._closed:  # dropped by another thread after a lost display
             raise display_lost(self.name, "the capture connection was closed")
-
-
-def target_size(
-    w: int, h: int, width: int | None, scale: float | None, zoom: bool = False
-) -> tuple[int, int]:
-    """The image size for a ``w`` x ``h`` capture: downscaled only, unless ``zoom`` (a region) lets
-    ``width`` scale it up too."""
-    if width is not None and (width < w or zoom):
-        return width, max(1, round(h * width / w))
-    if scale is not None and scale < 1:
-        return max(1, round(w * scale)), max(1, round(h * scale))
-    return w, h
 
 
 def encode(

@@ -1,9 +1,10 @@
 """What changed on the screen, and when: the X server's DAMAGE extension on the root window.
 
 The server reports drawing into the root window and its inferiors (every window) on a connection of our
-own: at level NonEmpty it sends one event when the damaged region stops being empty, and we empty it again,
-so each burst of drawing costs one event and one request. ``changes`` counts them, ``last_change`` is when
-the latest was read.
+own: at level BoundingBox it sends an event when the damaged region stops being empty or its bounding box
+grows, and we empty it again, so a burst of drawing costs an event or a few and one request. ``changes``
+counts them, ``last_change`` is when the latest was read, and the boxes of the last events tell where the
+screen changed since a given count (``damaged_since``: evidence of what an action redrew).
 
 ``poll(sync=True)`` makes a round trip on this same connection first: the server sends an event before the
 reply to any request it processed after the drawing, so once the reply is in, every drawing that happened
@@ -17,12 +18,16 @@ import contextlib
 import logging
 import threading
 import time
+from collections import deque
 
 from Xlib.ext import damage
 
 from deskpilot.desktop.x11 import Requirements, open_display
 
 log = logging.getLogger(__name__)
+
+Box = tuple[int, int, int, int]  # x0, y0, x1, y1 (exclusive)
+KEPT_BOXES = 512  # the boxes of the latest events, for ``damaged_since``
 
 
 class DamageWatcher:
@@ -32,7 +37,7 @@ class DamageWatcher:
             if not self.display.has_extension("DAMAGE"):
                 raise RuntimeError(f"{name} has no DAMAGE extension")
             self.display.damage_query_version()  # the protocol wants it before any other request
-            self._damage = self.display.screen().root.damage_create(damage.DamageReportNonEmpty)
+            self._damage = self.display.screen().root.damage_create(damage.DamageReportBoundingBox)
             self.display.sync()
         except BaseException:
             self.display.close()
@@ -41,6 +46,9 @@ class DamageWatcher:
         self.last_change = time.monotonic()
         self.alive = True
         self._lock = threading.Lock()
+        self._boxes: deque[tuple[int, Box]] = deque(maxlen=KEPT_BOXES)  # (its count, its box)
+        root = self.display.screen()
+        self._screen: Box = (0, 0, root.width_in_pixels, root.height_in_pixels)
 
     def poll(self, sync: bool = False) -> int:
         """Count the events that arrived (after a round trip with ``sync``); the count so far. Raises the
@@ -48,16 +56,39 @@ class DamageWatcher:
         with self._lock:
             if sync:
                 self.display.sync()
-            seen = 0
+            events = drawn = 0
             while self.display.pending_events():
-                self.display.next_event()
-                seen += 1
-            if seen:
-                self.changes += seen
+                event = self.display.next_event()
+                events += 1
+                area = getattr(event, "area", None)
+                if area is not None and (area.width == 0 or area.height == 0):
+                    continue  # an empty box (the server's own cursor bookkeeping): no pixel changed
+                drawn += 1
+                box = (area.x, area.y, area.x + area.width, area.y + area.height) if area else self._screen
+                self._boxes.append((self.changes + drawn, box))
+            if drawn:
+                self.changes += drawn
                 self.last_change = time.monotonic()
+            if events:
                 self.display.damage_subtract(self._damage)
                 self.display.flush()
             return self.changes
+
+    def damaged_since(self, mark: int) -> Box | None:
+        """The bounding box of what was drawn after the count was ``mark`` (as of the last poll), None if
+        nothing was; the whole screen when that is older than the boxes kept."""
+        with self._lock:
+            if self.changes <= mark:
+                return None
+            if not self._boxes or self._boxes[0][0] > mark + 1:
+                return self._screen
+            boxes = [box for count, box in self._boxes if count > mark]
+        return (
+            min(b[0] for b in boxes),
+            min(b[1] for b in boxes),
+            max(b[2] for b in boxes),
+            max(b[3] for b in boxes),
+        )
 
     def quiet_seconds(self) -> float:
         """Seconds since the last drawing this connection has been told of."""

@@ -49,6 +49,7 @@ from deskpilot.desktop import mcp_fastpath
 from deskpilot.desktop.compat_bytebot import PREFIX as BYTEBOT_PREFIX
 from deskpilot.desktop.controller import DesktopController, Outcome
 from deskpilot.desktop.files import max_request_bytes
+from deskpilot.desktop.outcome import geometry
 from deskpilot.errors import DesktopError
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,8 @@ def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
     observed = {k: v for k, v in outcome.to_dict().items() if k in ("settledMs", "settled", "evidence")}
     if outcome.image is not None:
         image = outcome.image
+        if image.scaled:  # where the image lies, to map its points back (or send them with ``space``)
+            observed.update(geometry(image))
         return CallToolResult(
             content=[
                 ImageContent(data=pybase64.b64encode_as_string(image.data), mime_type=image.media_type),

@@ -30,10 +30,8 @@ class Outcome:
             data: dict[str, Any] = {"image": pybase64.b64encode_as_string(self.image.data)}
             if self.image.media_type != "image/png":
                 data["mediaType"] = self.image.media_type
-            if self.image.region is not None:  # where the image lies on the screen, to map back from it
-                x, y, w, h = self.image.region
-                data["region"] = {"x": x, "y": y, "width": w, "height": h}
-                data["size"] = {"width": self.image.width, "height": self.image.height}
+            if self.image.scaled:  # how to map a point of the image back onto the screen
+                data.update(geometry(self.image))
             body["data"] = data
         elif self.position is not None:
             body["data"] = {"x": self.position[0], "y": self.position[1]}
@@ -51,3 +49,20 @@ class Outcome:
     def to_json(self) -> bytes:
         """The response body of ``POST /computer-use`` (pybase64 + orjson: ~0.1 ms for a 1 MB PNG)."""
         return orjson.dumps(self.to_dict())
+
+
+def geometry(image: Image) -> dict[str, Any]:
+    """Where a scaled or cropped screenshot lies: its ``size``, the ``screen``'s, the ``region`` it shows
+    (the whole screen unless one was asked for) and the ``scale`` (image pixels per screen pixel). A
+    client maps an image point back as ``region.x + ix / scale``, or sends it with ``space``
+    (docs/desktop-api.md)."""
+    sw, sh = image.screen or (image.width, image.height)
+    x, y, w, h = image.region or (0, 0, sw, sh)
+    out: dict[str, Any] = {
+        "size": {"width": image.width, "height": image.height},
+        "screen": {"width": sw, "height": sh},
+        "scale": round(image.width / w, 6),
+    }
+    if image.region is not None:
+        out["region"] = {"x": x, "y": y, "width": w, "height": h}
+    return out

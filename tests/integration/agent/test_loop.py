@@ -83,7 +83,7 @@ def test_hello_txt_task_completes_and_the_file_exists(
 
     reqs = scripted_llm.requests
     assert len(reqs) == 4
-    assert COMPUTER_TOOLS | {"set_task_status", "create_task"} == set(reqs[0].tool_names)
+    assert COMPUTER_TOOLS | {"set_task_status", "create_task", "zoom"} == set(reqs[0].tool_names)
     assert "Open the terminal" in reqs[0].text_of("user")[0]
     assert reqs[0].images(), "the model starts from a screenshot"
     for r in reqs[1:]:
@@ -345,3 +345,32 @@ def test_no_desktop_action_while_a_human_holds_control(
     assert done["status"] == "COMPLETED", done.get("error")
     pos = desktop_action(desktop_url, "cursor_position").json()["data"]
     assert (pos["x"], pos["y"]) == (150, 150)  # model 100,100 on 1280x720 -> screen 150,150
+
+
+def test_the_model_zooms_and_points_into_the_zoom(
+    agent: Agent, scripted_llm: ScriptedModel, desktop_url: str
+) -> None:
+    """zoom magnifies a region of the model's screenshot; a pointer move with inZoom lands on the screen
+    pixel the zoomed image shows there, through the desktop's ``space`` transform; before a zoom, inZoom is
+    refused."""
+
+    def zoomed(req: Request) -> Answer:
+        said = " ".join(req.text_of("tool"))
+        assert "magnified 4.0x" in said and "inZoom: true" in said, said  # 320 px of 1280 -> 1280 px
+        return tool("computer_move_mouse", coordinates={"x": 640, "y": 360}, inZoom=True)
+
+    scripted_llm.play(
+        [
+            tool("computer_move_mouse", coordinates={"x": 10, "y": 10}, inZoom=True),  # no zoom yet
+            tool("zoom", x=640, y=360, width=320, height=180),
+            zoomed,
+            tool("set_task_status", status="completed", description="pointed"),
+        ]
+    )
+    done = agent.wait(agent.create("Point into a zoom")["id"])
+    assert done["status"] == "COMPLETED"
+    first = scripted_llm.requests[1].tool_results()[0]["content"]
+    assert "no zoom yet" in first, first
+    # the zoom showed screen x 960..1439, y 540..809 at 1280 wide: its centre is the screen's (1200, 675)
+    pos = desktop_action(desktop_url, "cursor_position").json()["data"]
+    assert (pos["x"], pos["y"]) == (1200, 675)

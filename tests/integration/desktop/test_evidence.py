@@ -1,10 +1,12 @@
 """Evidence of delivery (``evidence: true``): a click into a window shows the pointer where it ended, the
-focus moving to that window and the screen changing; a click on an unchanging spot shows no change;
-without the field the answer is the spec's."""
+focus moving to that window, the screen changing and where; a click on an unchanging spot shows no change;
+keys typed say whether they had a window to go to, and which; without the field the answer is the spec's."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from Xlib import X
 
 from tests.integration.desktop.conftest import Desktop, Probe
 
@@ -29,9 +31,28 @@ def test_a_click_into_a_window_is_seen_to_land(desktop: Desktop, probe: Callable
     )
     ev = body["evidence"]
     assert ev["pointer"] == {"x": second.x + 30, "y": second.y + 40}
-    assert ev["focusBefore"]["title"] == first.title and ev["focusAfter"]["title"] == second.title
+    assert ev["focusBefore"]["title"] == first.title and ev["focusAfter"]["title"] == second.title, ev
     assert ev["focusAfter"]["id"] == second.wid
     assert ev["screenChanged"] is True  # the window manager redrew both frames
+    box = ev["damaged"]  # where: over both windows' frames, within the screen
+    assert box["x"] <= second.x and box["x"] + box["width"] >= second.x and box["width"] > 0, (box, second)
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 1920 and box["y"] + box["height"] <= 1080
+
+
+def test_typed_keys_say_where_they_went(desktop: Desktop, probe: Callable[..., Probe]) -> None:
+    p = probe(x=400, y=300)
+    desktop.act(**click(p.x + 20, p.y + 20, settle={"quietMs": 100, "maxMs": 2000}))
+    ev = desktop.act(action="type_text", text="hi", evidence=True)["evidence"]
+    assert ev["keysDelivered"] is True and ev["keysTo"]["title"] == p.title
+    # the focus set to None (as a crashed client can leave it): the keys go nowhere, and the answer says so
+    desktop.x.d.set_input_focus(X.NONE, X.RevertToNone, X.CurrentTime)
+    desktop.x.root.delete_property(desktop.x.d.intern_atom("_NET_ACTIVE_WINDOW"))
+    desktop.x.d.sync()
+    ev = desktop.act(action="press_keys", keys=["shift"], press="up", evidence=True)["evidence"]
+    assert ev["keysDelivered"] is False and ev["keysTo"] is None
+    assert (
+        "keysDelivered" not in desktop.act(**click(5, 1075, evidence=True))["evidence"]
+    )  # not a keyboard action
 
 
 def test_an_action_that_changes_nothing_says_so(desktop: Desktop, probe: Callable[..., Probe]) -> None:
@@ -43,7 +64,7 @@ def test_an_action_that_changes_nothing_says_so(desktop: Desktop, probe: Callabl
         evidence=True,
         settle={"quietMs": 100, "maxMs": 2000},
     )
-    assert body["evidence"]["screenChanged"] is False
+    assert body["evidence"]["screenChanged"] is False and body["evidence"]["damaged"] is None
     assert body["evidence"]["focusBefore"] == body["evidence"]["focusAfter"]
 
 

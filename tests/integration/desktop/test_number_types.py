@@ -47,6 +47,11 @@ EXAMPLES += [
     {**body, "screenshot": {"region": {"x": 0, "y": 0, "width": 32, "height": 32}, "compression": 1}}
     for body in _INPUT
 ]
+# coordinates in an image's pixels (our extension): a 640x400 zoom of a region
+EXAMPLES += [
+    {**body, "space": {"width": 640, "region": {"x": 0, "y": 0, "width": 320, "height": 200}}}
+    for body in _INPUT
+]
 ILL_TYPED = [True, False, "5", "0.5", "1e2", ""]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from deskpilot.agent.computer import describe
+from deskpilot.computer.geometry import Size
 
 
 def test_a_click_that_changed_nothing_says_so() -> None:
@@ -22,3 +23,14 @@ def test_a_focus_that_moved_is_named() -> None:
 
 def test_no_evidence_is_plain_done() -> None:
     assert describe(None) == "Done." and describe({"screenChanged": True}) == "Done."
+
+
+def test_where_the_screen_changed_is_told_in_the_models_pixels() -> None:
+    evidence = {"screenChanged": True, "damaged": {"x": 960, "y": 540, "width": 960, "height": 540}}
+    assert describe(evidence, Size(1280, 720)) == "Done. The screen changed within x=640..1279, y=360..719."
+
+
+def test_keys_that_went_nowhere_are_told_with_what_to_do() -> None:
+    evidence = {"screenChanged": False, "keysDelivered": False, "keysTo": None}
+    said = describe(evidence)
+    assert "the keys went nowhere: click into a window first" in said and "Nothing on the screen" in said

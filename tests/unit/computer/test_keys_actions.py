@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from deskpilot.computer import actions, keys
+from deskpilot.computer.geometry import Size, image_size
 from deskpilot.desktop.apps import APPLICATIONS, AppSpec, matches
-from deskpilot.desktop.capture import target_size
 from deskpilot.desktop.controller import Outcome
 from deskpilot.desktop.files import media_type
 from deskpilot.errors import InvalidAction
@@ -212,11 +212,12 @@ def test_outcome_bodies_match_the_design() -> None:
     assert Outcome(message="m").to_dict() == {"success": True, "message": "m"}
 
 
-def test_target_size_keeps_the_aspect_ratio() -> None:
-    assert target_size(1920, 1080, None, None) == (1920, 1080)
-    assert target_size(1920, 1080, 1280, None) == (1280, 720)
-    assert target_size(1920, 1080, None, 0.5) == (960, 540)
-    assert target_size(1920, 1080, 4000, None) == (1920, 1080)
+def test_image_size_keeps_the_aspect_ratio() -> None:
+    screen = Size(1920, 1080)
+    assert image_size(screen, None, None) == screen
+    assert image_size(screen, 1280, None) == Size(1280, 720)
+    assert image_size(screen, None, 0.5) == Size(960, 540)
+    assert image_size(screen, 4000, None) == screen
 
 
 def test_media_type_from_extension_else_sniffed() -> None:
