@@ -286,14 +286,28 @@ class Capturer:
             raise display_lost(self.name, "the capture connection was closed")
 
 
+def downscale(frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``frame`` at ``size``, as the exact area filter makes it (each output pixel the mean of what it
+    covers, so text stays legible) but twice as fast at the ratios models ask for (1/2 to 0.72: 961 to 1382
+    of 1920): OpenCV's area filter is quick only at integer ratios, so the frame is first resized linearly
+    to twice the size, then halved by area. Against the exact filter, PSNR 34-49 dB on text at 1366, 1280
+    and 1024 wide (tests/unit/desktop/test_downscale.py); 3.8 against 7.7 ms at 1366 wide on this project's
+    2-CPU VM. Closer to 1 the linear step shifts more than it saves: the exact filter does it."""
+    width, height = size
+    if frame.shape[1] // 2 < width and width * 100 <= frame.shape[1] * 72:
+        double = cv2.resize(frame, (2 * width, 2 * height), interpolation=cv2.INTER_LINEAR)
+        return cv2.resize(double, size, interpolation=cv2.INTER_AREA)
+    return cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
+
+
 def encode(
     frame: np.ndarray, fmt: str, quality: int, size: tuple[int, int], compression: int | None = None
 ) -> Image:
-    """Encode an RGB (fast png) or BGR (png at a ``compression`` level, jpeg, webp) frame, downscaling with
-    INTER_AREA (right for text) and zooming with INTER_CUBIC."""
+    """Encode an RGB (fast png) or BGR (png at a ``compression`` level, jpeg, webp) frame, downscaled as an
+    area filter would (right for text, ``downscale``) and zoomed with INTER_CUBIC."""
     if size != (frame.shape[1], frame.shape[0]):
         up = size[0] > frame.shape[1]
-        frame = cv2.resize(frame, size, interpolation=cv2.INTER_CUBIC if up else cv2.INTER_AREA)
+        frame = cv2.resize(frame, size, interpolation=cv2.INTER_CUBIC) if up else downscale(frame, size)
     if fmt == "png" and compression is not None:
         _, buf = cv2.imencode(".png", frame, [cv2.IMWRITE_PNG_COMPRESSION, compression])
         data = buf.tobytes()
