@@ -21,10 +21,8 @@ import base64
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -35,9 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.controller import DesktopController
-from tests.support.net import free_port, wait_http
+from tests.support.bench_desktop import Changer, bench_desktop
 from tests.support.timing import timed
-from tests.support.xvfb import start_window_manager, start_xvfb
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -51,26 +48,10 @@ def row(name: str, samples: list[float], target: str = "") -> float:
     return p50
 
 
-class Changer:
-    """Changes one pixel of the root window (bottom-right corner, under no window) at each call."""
-
-    def __init__(self, display: str) -> None:
-        self.d = xdisplay.Display(display)
-        root = self.d.screen().root
-        self.root, self.gcs = root, [root.create_gc(foreground=c) for c in (0x000000, 0xFFFFFF)]
-        self.n = 0
-
-    def change(self) -> None:
-        self.n += 1
-        self.root.fill_rectangle(self.gcs[self.n % 2], 1919, 1079, 1, 1)
-        self.d.sync()
-
-
 def naive_screenshot(display: str):
     """The naive pipeline: python-xlib GetImage -> Pillow PNG -> stdlib base64 -> json (docs/design.md)."""
     from PIL import Image
     from Xlib import X
-    from Xlib import display as xdisplay
 
     d = xdisplay.Display(display)
     root = d.screen().root
@@ -94,37 +75,9 @@ def main() -> None:
     ap.add_argument("--naive-n", type=int, default=30)
     args = ap.parse_args()
 
-    d = start_xvfb()
-    try:
-        start_window_manager(d)
-        text = "seq 1 4000 | xargs -n 12 echo; ls -la /usr/bin | head -80; cat"
-        for geo in ("120x50+0+0", "120x50+900+100"):
-            d.spawn(["xterm", "-geometry", geo, "-e", "sh", "-c", text])
-        if shutil.which("geany"):
-            d.spawn(["geany", "-i", "-c", "/tmp/deskpilot-bench-geany", "/usr/share/doc/geany/README.gz"])
-        time.sleep(3)
-
+    with bench_desktop() as desk:
+        d, url, service = desk.display, desk.url, desk.service
         controller = DesktopController(DesktopSettings(display=d.name))
-        port = free_port()
-        service = d.spawn(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "--factory",
-                "deskpilot.desktop.api:create_app",
-                "--port",
-                str(port),
-                "--workers",
-                "1",
-                "--log-level",
-                "warning",
-            ],
-            env={"DESKTOP_DISPLAY": d.name},
-            cwd=Path(__file__).resolve().parents[1],
-        )
-        url = f"http://127.0.0.1:{port}"
-        wait_http(f"{url}/health")
         proc = psutil.Process(service.pid)
         print(
             f"Deskpilot desktop bench: Xvfb {d.name} 1920x1080x24, xfwm4, 2 xterms + geany; "
@@ -198,8 +151,6 @@ def main() -> None:
             )
             print(f"  click:      {p50_xdo / p50_click:5.1f}x (xdotool subprocess vs XTest over HTTP)")
         controller.close()
-    finally:
-        d.stop()
 
 
 if __name__ == "__main__":

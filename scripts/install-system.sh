@@ -26,6 +26,7 @@ runtime_packages=(
 python_packages=(python3 python3-venv ca-certificates)
 test_packages=(
   chromium postgresql shellcheck xterm x11-utils x11-xserver-utils python3-tk desktop-file-utils libglib2.0-bin
+  scrot imagemagick  # bench/peers.py: the screenshot commands of Anthropic's reference demo
 )
 
 packages=("${python_packages[@]}")
