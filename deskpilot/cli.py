@@ -1,20 +1,31 @@
 """``deskpilot``: the command line of the package's tools.
 
     deskpilot eval SUITE [--model M] [--url URL [--agent-url URL] [--token T] | --image TAG] [--out DIR]
+    deskpilot replay TRAJECTORY --url URL [--token T] [--tolerance 0.02] [--out DIR]
 
 ``eval`` scores a model on a suite of task files (docs/evaluation.md): against the appliance at ``--url``,
 or a private sandbox (native, or from ``--image``) started for the run and stopped after it. It exits 0
 when every task passed, 1 when some failed, 2 on bad usage or an unreadable suite.
+
+``replay`` sends a task's recorded actions (``GET /tasks/{id}/trajectory``) to the desktop service at
+``--url`` and compares each settled frame with the recorded one (``deskpilot.client.replay``). It exits 0 when
+every step matched, 1 at the first that did not (its recorded, replayed and diff frames written to ``--out``),
+2 on bad usage or an unreadable archive.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from deskpilot.client.replay import replay
 from deskpilot.client.sandboxes import ApplianceError, sandbox
+from deskpilot.computer.client import Desktop
+from deskpilot.errors import ClientError
 from deskpilot.evaluation.report import write_reports
 from deskpilot.evaluation.runner import run_suite
 from deskpilot.evaluation.suite import SuiteError, load_suite
@@ -31,8 +42,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--token", help="its token (default: $DESKPILOT_TOKEN)")
     ev.add_argument("--image", help="run a private sandbox from this image instead of natively")
     ev.add_argument("--out", type=Path, default=Path("eval-report"), help="where the reports go")
+    rp = commands.add_parser("replay", help="replay a task's trajectory on a desktop, checking every frame")
+    rp.add_argument("trajectory", type=Path, help="a zip of GET /tasks/{id}/trajectory")
+    rp.add_argument("--url", required=True, help="the desktop service to replay on")
+    rp.add_argument("--token", help="its token (default: $DESKPILOT_TOKEN)")
+    rp.add_argument("--tolerance", type=float, default=0.02, help="share of pixels that may differ (0.02)")
+    rp.add_argument("--out", type=Path, help="where a divergence's frames go (default: replay-step-N)")
     args = parser.parse_args(argv)
+    return replay_command(args) if args.command == "replay" else eval_command(args)
 
+
+def replay_command(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("DESKPILOT_TOKEN")
+    try:
+        with Desktop(args.url, token) as desktop:
+            result = replay(args.trajectory, desktop, args.tolerance, args.out)
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        print(f"deskpilot replay: {args.trajectory}: {exc}", file=sys.stderr)
+        return 2
+    except ClientError as exc:
+        print(f"deskpilot replay: {exc}", file=sys.stderr)
+        return 2
+    done = f"{result.replayed} of {result.steps} steps replayed ({result.skipped} skipped)"
+    done += f" in {result.seconds:.1f} s"
+    if result.divergence is None:
+        print(f"{done}: every frame matched")
+        return 0
+    d = result.divergence
+    print(f"{done}: step {d.step} diverged ({d.changed:.1%} of the pixels differ): {d.action}")
+    for path in d.files:
+        print(path)
+    return 1
+
+
+def eval_command(args: argparse.Namespace) -> int:
     try:
         tasks = load_suite(args.suite)
     except SuiteError as exc:

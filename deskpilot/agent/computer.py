@@ -20,11 +20,11 @@ import pybase64
 from pydantic import ValidationError
 
 from deskpilot.agent.context import image_block, text_block
-from deskpilot.agent.frames import png_size, resize_png, settle
+from deskpilot.agent.frames import resize_png, settle
 from deskpilot.agent.tools import Zoom
 from deskpilot.computer.actions import ACTION_MODELS, parse_action
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
-from deskpilot.computer.geometry import SCREEN, Size, scaled_size, screen_rect, to_model
+from deskpilot.computer.geometry import SCREEN, Size, png_size, scaled_size, screen_rect, to_model
 from deskpilot.computer.tools import CHANGES_SCREEN, CLIENT_FIELDS
 from deskpilot.config import AgentSettings
 from deskpilot.errors import InvalidAction

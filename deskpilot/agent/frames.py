@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import struct
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -12,14 +11,6 @@ from dataclasses import dataclass
 from deskpilot.computer.geometry import Size
 
 # ----------------------------------------------------------------------------------------------- images
-
-
-def png_size(png: bytes) -> Size:
-    """Width and height from a PNG's IHDR chunk, without decoding the image."""
-    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
-        raise ValueError("not a PNG image")
-    width, height = struct.unpack(">II", png[16:24])
-    return Size(width, height)
 
 
 def resize_png(png: bytes, size: Size) -> bytes:

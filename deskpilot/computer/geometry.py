@@ -11,6 +11,7 @@ with it and the ``space`` of a coordinate action (``deskpilot.computer.fields``)
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 
 
@@ -74,3 +75,11 @@ def screen_rect(
     x1, y1 = to_screen(last_x, last_y, image, screen)
     w, h = max(x1 - x0 + 1, least), max(y1 - y0 + 1, least)
     return min(x0, screen.width - w), min(y0, screen.height - h), w, h
+
+
+def png_size(png: bytes) -> Size:
+    """Width and height from a PNG's IHDR chunk, without decoding the image."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        raise ValueError("not a PNG image")
+    width, height = struct.unpack(">II", png[16:24])
+    return Size(width, height)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -12,6 +13,7 @@ from starlette.responses import Response
 from deskpilot.errors import BadRequest
 from deskpilot.tasks.deps import Service
 from deskpilot.tasks.schemas import ErrorOut, TaskPatch, task_detail_json, task_json
+from deskpilot.tasks.trajectory import trajectory
 from deskpilot.tasks.types import ModelOut, TaskDetail, TaskOut, TaskStatus
 from deskpilot.tasks.uploads import MULTIPART_SCHEMA, read_create_request
 from deskpilot.web import json_response
@@ -117,6 +119,20 @@ async def models(service: Service) -> Response:
 async def get_task(task_id: str, service: Service) -> Response:
     task, messages, files = await service.store.get_task_detail(task_id)
     return json_response(task_detail_json(task, messages, files))
+
+
+@router.get(
+    "/{task_id}/trajectory",
+    responses={**TASK_ID_ERRORS, 200: {"content": {"application/zip": {}}, "description": "the archive"}},
+)
+async def get_trajectory(task_id: str, service: Service) -> Response:
+    """The task's trajectory as a zip: ``trajectory.jsonl`` (its steps: actor, action, outcome, frames) and
+    the frames as PNG, for ``deskpilot replay`` (docs/agent-api.md)."""
+    task, messages, _ = await service.store.get_task_detail(task_id)
+    archive = await asyncio.to_thread(trajectory, task, messages)
+    name = f"trajectory-{task.id}.zip"
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    return Response(archive, media_type="application/zip", headers=headers)
 
 
 @router.patch("/{task_id}", response_model=TaskOut, responses=ERRORS)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 import time
 import uuid
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
@@ -191,6 +193,14 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
         assert the_task()["status"] == "CANCELLED"
         assert page.evaluate("window.__sameDocument === true"), "the task page was reloaded"
         assert not llm.errors, llm.errors
+        # -- its trajectory downloads from the page: the steps the agent took, with their frames
+        with page.expect_download() as download:
+            page.click("#trajectory")
+        with zipfile.ZipFile(download.value.path()) as z:
+            steps = [orjson.loads(line) for line in z.read("trajectory.jsonl").splitlines()][1:]
+        assert {"action": "move_mouse", "coordinates": {"x": 100, "y": 100}} in [
+            {k: v for k, v in s["action"].items() if k != "space"} for s in steps
+        ]
         errors.check()
         page.close()
 

@@ -10,8 +10,8 @@ import httpx
 import pybase64
 
 from deskpilot.agent.computer import Computer
-from deskpilot.agent.frames import png_size
 from deskpilot.computer.client import AsyncDesktop
+from deskpilot.computer.geometry import png_size
 from deskpilot.config import AgentSettings
 
 CLICK = {"coordinates": {"x": 10, "y": 700}, "button": "left", "clickCount": 1}

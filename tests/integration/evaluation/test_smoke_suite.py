@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 import deskpilot
@@ -83,4 +84,11 @@ def test_the_command_line_writes_its_reports(box: Sandbox, scripted: ScriptedMod
     assert (report["passed"], report["total"], report["tasks"][0]["id"]) == (1, 1, "note")
     assert "| note | pass | COMPLETED |" in (tmp_path / "r" / "report.md").read_text()
     assert "<tr class=pass><td>note</td>" in (tmp_path / "r" / "report.html").read_text()
+    # each task links its trajectory, which downloads with the token
+    task = report["tasks"][0]
+    assert task["trajectory"] == f"{box.agent_url}/tasks/{task['task_id']}/trajectory"
+    headers = {"Authorization": f"Bearer {box.token}"} if box.token else {}
+    archive = httpx.get(task["trajectory"], headers=headers, timeout=30)
+    assert archive.status_code == 200 and archive.content[:2] == b"PK"
+    assert "download</a>" in (tmp_path / "r" / "report.html").read_text()
     assert main(["eval", str(tmp_path / "nothing-here")]) == 2

@@ -46,6 +46,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/tasks/{id}/resume", None),
     ("GET", "/tasks/{id}/messages", None),
     ("POST", "/tasks/{id}/messages", {"content": "refused"}),
+    ("GET", "/tasks/{id}/trajectory", None),
     ("DELETE", "/tasks/{id}", None),
     ("GET", "/desktops", None),
     ("POST", f"/desktops/{DESKTOP.name}/takeover", None),
@@ -94,6 +95,18 @@ def task_count(api: httpx.Client) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ token
+
+
+def test_the_routes_checked_are_every_route_of_the_service(api: httpx.Client) -> None:
+    """A new endpoint cannot escape the checks below: each one the OpenAPI lists is in ROUTES."""
+    spec = api.get("/openapi.json", headers=BEARER).json()
+    served = {
+        (method.upper(), path.replace("{task_id}", "{id}").replace("{name}", DESKTOP.name))
+        for path, item in spec["paths"].items()
+        for method in item
+        if path != "/health"
+    }
+    assert served <= {(method, path) for method, path, _ in ROUTES}
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ROUTES, ids=ROUTE_IDS)

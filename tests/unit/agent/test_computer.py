@@ -10,8 +10,8 @@ from PIL import Image
 
 from deskpilot.agent import computer as computer_mod
 from deskpilot.agent.computer import Computer, DesktopDown
-from deskpilot.agent.frames import png_size
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
+from deskpilot.computer.geometry import png_size
 from deskpilot.config import AgentSettings
 
 

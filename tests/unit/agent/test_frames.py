@@ -8,8 +8,8 @@ import math
 import pytest
 from PIL import Image
 
-from deskpilot.agent.frames import png_size, resize_png, settle
-from deskpilot.computer.geometry import SCREEN, Size, scaled_size, to_model, to_screen
+from deskpilot.agent.frames import resize_png, settle
+from deskpilot.computer.geometry import SCREEN, Size, png_size, scaled_size, to_model, to_screen
 
 HD = Size(1280, 720)
 

@@ -1,0 +1,121 @@
+"""A task's trajectory: what was done on the desktop, step by step, as one archive to download and replay.
+
+``GET /tasks/{id}/trajectory`` answers a zip: ``trajectory.jsonl`` (a header line, then one line per step) and
+``frames/<sha256>.png`` (each settled frame once, named by its content). A step is one desktop action of the
+task's run: its time, its actor, the action as sent to ``POST /computer-use`` (with the ``space`` its
+coordinates are in, so it replays as it was given), its outcome, and the frames before and after it.
+
+This builds it from the task's conversation, where the agent keeps each ``computer_*`` call and the settled
+frame it got back, so the agent's steps are recorded at no cost on the hot path. Actions that point into a
+zoom (``inZoom``) carry no ``space`` to replay them in and are marked ``"replay": false``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import zipfile
+from typing import Any
+
+import orjson
+
+from deskpilot.computer.geometry import SCREEN, png_size
+from deskpilot.computer.tools import PREFIX
+from deskpilot.tasks.models import Message, Task
+from deskpilot.tasks.schemas import iso
+
+FORMAT = "deskpilot-trajectory/1"
+
+
+def _frame(blocks: list[dict[str, Any]]) -> bytes | None:
+    for block in blocks:
+        source = block.get("source") if block.get("type") == "image" else None
+        if isinstance(source, dict) and source.get("media_type") == "image/png":
+            try:
+                return base64.b64decode(source.get("data") or "", validate=True)
+            except (binascii.Error, ValueError):
+                return None
+    return None
+
+
+def _text(blocks: list[dict[str, Any]]) -> str:
+    return " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+
+
+def _action(name: str, args: dict[str, Any], frame: bytes | None) -> tuple[dict[str, Any], bool]:
+    """The request the agent's call became, and whether it can be replayed as it is."""
+    action: dict[str, Any] = {"action": name.removeprefix(PREFIX), **args}
+    zoomed = action.pop("inZoom", None) is True
+    size = png_size(frame) if frame else None
+    if not zoomed and size is not None and size != SCREEN and ("coordinates" in action or "path" in action):
+        action["space"] = {"width": size.width}
+    return action, not zoomed
+
+
+class TrajectoryWriter:
+    """The archive, in memory: frames by content, steps in order."""
+
+    def __init__(self) -> None:
+        self.buffer = io.BytesIO()
+        self.zip = zipfile.ZipFile(self.buffer, "w", zipfile.ZIP_STORED)  # PNGs do not compress further
+        self.frames: set[str] = set()
+        self.lines: list[bytes] = []
+
+    def frame(self, png: bytes | None) -> str | None:
+        if png is None:
+            return None
+        name = hashlib.sha256(png).hexdigest()[:32]
+        if name not in self.frames:
+            self.frames.add(name)
+            self.zip.writestr(f"frames/{name}.png", png)
+        return name
+
+    def close(self, header: dict[str, Any]) -> bytes:
+        self.zip.writestr("trajectory.jsonl", b"\n".join([orjson.dumps(header), *self.lines]) + b"\n")
+        self.zip.close()
+        return self.buffer.getvalue()
+
+
+def trajectory(task: Task, messages: list[Message]) -> bytes:
+    """The zip of ``task``'s trajectory from its conversation (oldest message first)."""
+    writer = TrajectoryWriter()
+    calls: dict[str, tuple[str, dict[str, Any], str]] = {}  # tool_use id -> (name, args, time)
+    before: str | None = None
+    steps = 0
+    for message in messages:
+        for block in message.content or []:
+            if block.get("type") == "tool_use" and str(block.get("name", "")).startswith(PREFIX):
+                calls[str(block.get("id"))] = (
+                    block["name"],
+                    dict(block.get("input") or {}),
+                    iso(message.created_at) or "",
+                )
+            elif block.get("type") == "tool_result" and str(block.get("tool_use_id")) in calls:
+                name, args, when = calls.pop(str(block["tool_use_id"]))
+                raw = block.get("content")
+                content: list[dict[str, Any]] = raw if isinstance(raw, list) else []
+                png = _frame(content)
+                action, replayable = _action(name, args, png)
+                after = writer.frame(png)
+                steps += 1
+                step = {
+                    "step": steps,
+                    "time": when,
+                    "actor": "agent",
+                    "action": action,
+                    "outcome": {"error": bool(block.get("is_error")), "text": _text(content)},
+                    "frameBefore": before,
+                    "frameAfter": after,
+                    "replay": replayable,
+                }
+                writer.lines.append(orjson.dumps(step))
+                before = after or before
+    header = {
+        "format": FORMAT,
+        "task": {"id": task.id, "description": task.description, "status": task.status},
+        "screen": {"width": SCREEN.width, "height": SCREEN.height},
+        "steps": steps,
+    }
+    return writer.close(header)

@@ -1,0 +1,106 @@
+"""A task's trajectory, end to end: a scripted model runs a task on a real desktop through the real agent
+loop; GET /tasks/{id}/trajectory downloads its steps and frames; `deskpilot replay` replays it on the same
+desktop and every frame matches; once the desktop has changed (a window opened over it), the replay stops at
+the first step, with the recorded, replayed and diff frames written out."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from PIL import Image
+
+from deskpilot.cli import main
+from deskpilot.scripted import ScriptedModel, tool
+from tests.integration.agent.harness import Agent, loop_settings, serve_agent
+from tests.support.xvfb import Display
+
+
+@pytest.fixture
+def agent(
+    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
+) -> Iterator[Agent]:
+    settings = loop_settings(tmp_path / "agent.db", desktop_url, scripted_llm.base_url, desktop_files)
+    with serve_agent(settings) as a:
+        yield a
+
+
+def recorded(agent: Agent, scripted_llm: ScriptedModel, tmp_path: Path) -> Path:
+    scripted_llm.play(
+        [
+            tool("computer_move_mouse", coordinates={"x": 1200, "y": 700}),
+            tool("computer_wait", duration=50),
+            tool("computer_scroll", coordinates={"x": 1250, "y": 710}, direction="down", scrollCount=1),
+            tool("zoom", x=0, y=0, width=320, height=180),
+            tool("computer_move_mouse", coordinates={"x": 10, "y": 10}, inZoom=True),
+            tool("set_task_status", status="completed", description="moved"),
+        ]
+    )
+    task = agent.wait(agent.create("Move the pointer around")["id"])
+    assert task["status"] == "COMPLETED"
+    r = agent.client.get(f"/tasks/{task['id']}/trajectory")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/zip"
+    assert f"trajectory-{task['id']}.zip" in r.headers["content-disposition"]
+    path = tmp_path / "trajectory.zip"
+    path.write_bytes(r.content)
+    return path
+
+
+def test_a_recorded_task_downloads_and_replays_on_the_desktop(
+    agent: Agent,
+    scripted_llm: ScriptedModel,
+    tmp_path: Path,
+    desktop_url: str,
+    loop_display: Display,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    archive = recorded(agent, scripted_llm, tmp_path)
+    with zipfile.ZipFile(archive) as z:
+        header, *steps = [orjson.loads(line) for line in z.read("trajectory.jsonl").splitlines()]
+        assert header["format"] == "deskpilot-trajectory/1" and header["steps"] == 4 == len(steps)
+        assert [s["action"]["action"] for s in steps] == ["move_mouse", "wait", "scroll", "move_mouse"]
+        first = steps[0]
+        assert first["actor"] == "agent" and first["action"]["space"] == {"width": 1280}
+        assert first["action"]["coordinates"] == {"x": 1200, "y": 700} and first["frameBefore"] is None
+        assert steps[1]["frameBefore"] == first["frameAfter"]
+        assert steps[3]["replay"] is False and "space" not in steps[3]["action"]  # pointed into a zoom
+        frame = Image.open(io.BytesIO(z.read(f"frames/{first['frameAfter']}.png")))
+        assert frame.size == (1280, 720)
+        assert len([n for n in z.namelist() if n.startswith("frames/")]) <= len(steps)  # each frame once
+
+    # the same desktop, unchanged: every frame matches
+    assert main(["replay", str(archive), "--url", desktop_url]) == 0
+    assert "3 of 4 steps replayed (1 skipped)" in capsys.readouterr().out
+
+    # a window over the desktop: the first step diverges, with its frames written out
+    window = subprocess.Popen(["xterm", "-geometry", "120x40+200+150", "-bg", "red"], env=loop_display.env)
+    try:
+        time.sleep(1.5)
+        out = tmp_path / "diverged"
+        assert main(["replay", str(archive), "--url", desktop_url, "--out", str(out)]) == 1
+        said = capsys.readouterr().out
+        assert "step 1 diverged" in said
+        files = sorted(p.name for p in out.iterdir())
+        assert files == ["step-1-diff.png", "step-1-recorded.png", "step-1-replayed.png"]
+        diff = Image.open(out / "step-1-diff.png").convert("RGB")
+        assert diff.getpixel((400, 300)) == (255, 0, 0)  # where the window is
+    finally:
+        window.terminate()
+        window.wait(5)
+
+
+def test_an_unknown_task_or_archive_is_a_clear_error(
+    agent: Agent, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = agent.client.get("/tasks/nope/trajectory")
+    assert r.status_code == 404 and "nope" in r.json()["message"]
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"not a zip")
+    assert main(["replay", str(bad), "--url", "http://127.0.0.1:9"]) == 2
+    assert "bad.zip" in capsys.readouterr().err
