@@ -15,6 +15,7 @@ import pytest
 
 from deskpilot.client.container import ImageAppliance, docker
 from deskpilot.scripted import Plan, ScriptedModel
+from tests.support.appliance import model_settings
 from tests.support.helm import helm_env_in, render
 from tests.support.net import free_port
 from tests.support.postgres import PostgresServer
@@ -93,12 +94,10 @@ def test_the_fleets_pods_run_from_the_image(
         (appliance,) = statefulset["containers"]
         fleet_env = {e["name"] for e in appliance["env"]}
         assert {"AGENT_DESKTOP_NAME", "AGENT_DESKTOP_FLEET_URL", "DATABASE_URL"} <= fleet_env
-        desktop.env = {
+        desktop.env = model_settings(model) | {
             "DATABASE_URL": database,
             "AGENT_DESKTOP_NAME": DESKTOP,  # the pod's name, from metadata.name
             "AGENT_DESKTOP_FLEET_URL": f"http://127.0.0.1:{desktop.desktop_port}",  # its stable name, here
-            "AGENT_OPENAI_BASE_URL": model.base_url,
-            "AGENT_MODEL": f"local/{model.model}",
         }
         api_pod = chart[("Deployment", "desk-deskpilot-api")]["spec"]["template"]["spec"]
         containers = {c["name"]: c for c in api_pod["containers"]}

@@ -20,8 +20,9 @@ import psutil
 
 from deskpilot.client.native import NativeAppliance, free_display
 from deskpilot.config import PROVIDERS
+from deskpilot.scripted import ScriptedModel
 
-__all__ = ["PROGRAMS", "ROOT", "Appliance", "agent_secrets", "free_display"]
+__all__ = ["PROGRAMS", "ROOT", "Appliance", "agent_secrets", "free_display", "model_settings"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ("dbus", "xvfb", "xfwm4", "xfdesktop", "xfce4-panel", "x11vnc", "desktop-api", "agent-api", "ui")
@@ -33,6 +34,16 @@ def agent_secrets() -> dict[str, str]:
     names = [v for p in PROVIDERS for v in (p.key_var, p.model_var)]
     names += ["AGENT_LLM_PROXY_KEY", "AGENT_OPENAI_BASE_KEY"]
     return {name: f"fake-{name.lower()}-{secrets.token_hex(12)}" for name in names}
+
+
+def model_settings(model: ScriptedModel) -> dict[str, str]:
+    """The appliance's agent on the scripted model, failing fast when the script runs out."""
+    return {
+        "AGENT_OPENAI_BASE_URL": model.base_url,
+        "AGENT_MODEL": f"local/{model.model}",
+        "AGENT_LLM_RETRIES": "0",
+        "AGENT_LLM_BACKOFF": "0.01",
+    }
 
 
 @dataclass

@@ -22,7 +22,7 @@ import httpx
 import psutil
 
 from deskpilot.scripted import ScriptedModel
-from tests.support.appliance import ROOT, Appliance
+from tests.support.appliance import ROOT, Appliance, model_settings
 from tests.support.net import free_port
 
 
@@ -101,15 +101,8 @@ class Fleet:
 
 
 def desktop_settings(name: str, db_url: str, model: ScriptedModel, lease_seconds: float) -> dict[str, str]:
-    return {
-        "DATABASE_URL": db_url,
-        "AGENT_DESKTOP_NAME": name,
-        "AGENT_LEASE_SECONDS": str(lease_seconds),
-        "AGENT_OPENAI_BASE_URL": model.base_url,
-        "AGENT_MODEL": f"local/{model.model}",
-        "AGENT_LLM_RETRIES": "0",
-        "AGENT_LLM_BACKOFF": "0.01",
-    }
+    fleet = {"DATABASE_URL": db_url, "AGENT_DESKTOP_NAME": name, "AGENT_LEASE_SECONDS": str(lease_seconds)}
+    return model_settings(model) | fleet
 
 
 @contextlib.contextmanager

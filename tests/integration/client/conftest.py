@@ -13,6 +13,7 @@ import pytest
 import deskpilot
 from deskpilot.client import Sandbox
 from deskpilot.scripted import ScriptedModel
+from tests.support.appliance import model_settings
 
 PLUGIN = "deskpilot.client.pytest_plugin"
 
@@ -62,16 +63,6 @@ def model(scripted: ScriptedModel) -> ScriptedModel:
     """The session's scripted model with an empty script: ``.play([...])`` (or ``plan=``) in the test."""
     scripted.play([])
     return scripted
-
-
-def model_settings(model: ScriptedModel) -> dict[str, str]:
-    """The appliance's agent on the scripted model, failing fast when the script runs out."""
-    return {
-        "AGENT_OPENAI_BASE_URL": model.base_url,
-        "AGENT_MODEL": f"local/{model.model}",
-        "AGENT_LLM_RETRIES": "0",
-        "AGENT_LLM_BACKOFF": "0.01",
-    }
 
 
 @pytest.fixture(scope="session")

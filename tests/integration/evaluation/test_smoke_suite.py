@@ -16,7 +16,7 @@ from deskpilot.cli import main
 from deskpilot.client import Sandbox
 from deskpilot.evaluation import load_suite, run_suite
 from deskpilot.scripted import Plan, ScriptedModel
-from tests.integration.client.conftest import model_settings
+from tests.support.appliance import model_settings
 
 SMOKE = Path(__file__).resolve().parents[3] / "evals" / "smoke"
 
