@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app as desktop_app
-from tests.support.browser import launch_chromium
+from tests.support.browser import PageErrors, launch_chromium
 from tests.support.desktop_files import private_files_dir
 from tests.support.net import ServerThread
 from tests.support.vnc import start_x11vnc
@@ -61,3 +61,14 @@ def desktop_url(desktop_settings: DesktopSettings) -> Iterator[str]:
     """The real desktop service on the UI tests' display, with x11vnc behind its /vnc."""
     with ServerThread(desktop_app(desktop_settings)) as server:
         yield server.url
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh Chromium page; the test fails on any uncaught JavaScript error it saw."""
+    context = browser.new_context(viewport={"width": 1500, "height": 950})
+    p = context.new_page()
+    errors = PageErrors(p)
+    yield p
+    context.close()
+    errors.check()

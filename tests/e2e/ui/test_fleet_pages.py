@@ -13,14 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from deskpilot.config import TaskSettings, UISettings
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.tasks.desktops import Identity, Registry
 from deskpilot.tasks.store import Store
 from deskpilot.ui.server import create_app as ui_app
-from tests.support.browser import PageErrors
 from tests.support.net import ServerThread, free_port
 from tests.support.xvfb import Display
 
@@ -54,16 +53,6 @@ def fleet_ui(tmp_path: Path, desktop_url: str) -> Iterator[tuple[str, httpx.Clie
         with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
             pool.submit(asyncio.run, announce()).result()
         yield ui.url, client
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1500, "height": 950})
-    p = context.new_page()
-    errors = PageErrors(p)
-    yield p
-    context.close()
-    errors.check()
 
 
 def test_the_desktops_page_watches_and_takes_over_a_fleet_desktop(

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from deskpilot.config import DesktopSettings, SecuritySettings, TaskSettings, UISettings
 from deskpilot.desktop.api import create_app as desktop_app
 from deskpilot.security import SESSION_COOKIE, digest
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.ui.server import create_app as ui_app
-from tests.support.browser import PageErrors
 from tests.support.net import ServerThread, free_port
 from tests.support.xvfb import Display
 
@@ -55,16 +54,6 @@ def stack(tmp_path, desktop_settings: DesktopSettings) -> Iterator[Stack]:
                 httpx.Client(base_url=a.url, headers=BEARER, timeout=10) as client,
             ):
                 yield Stack(ui.url, d.url, client)
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1500, "height": 950})
-    p = context.new_page()
-    errors = PageErrors(p)
-    yield p
-    context.close()
-    errors.check()
 
 
 def log_in(page: Page, stack: Stack) -> None:

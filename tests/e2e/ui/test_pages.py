@@ -17,12 +17,11 @@ from dataclasses import dataclass
 import httpx
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from deskpilot.config import TaskSettings, UISettings
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.ui.server import create_app as ui_app
-from tests.support.browser import PageErrors
 from tests.support.firefox import Firefox
 from tests.support.net import ServerThread, free_port
 from tests.support.xvfb import Display
@@ -54,16 +53,6 @@ def stack(tmp_path, desktop_url: str) -> Iterator[Stack]:
         httpx.Client(base_url=agent.url, timeout=10) as client,
     ):
         yield Stack(ui.url, client)
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1500, "height": 950})
-    p = context.new_page()
-    errors = PageErrors(p)
-    yield p
-    context.close()
-    errors.check()
 
 
 def live(page: Page) -> None:

@@ -11,6 +11,7 @@ import pytest
 from deskpilot.config import DesktopSettings
 from deskpilot.scripted import ScriptedModel
 from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
+from tests.integration.agent.harness import Agent, loop_settings, serve_agent
 from tests.support.desktop_files import private_files_dir
 from tests.support.net import ServerThread
 from tests.support.xvfb import Display, managed_display
@@ -59,3 +60,13 @@ def desktop_url(loop_display: Display, desktop_files: Path) -> Iterator[str]:
     settings = DesktopSettings(display=loop_display.name, files_dir=desktop_files)
     with ServerThread(create_app(settings)) as server:
         yield server.url
+
+
+@pytest.fixture
+def agent(
+    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
+) -> Iterator[Agent]:
+    """A task service with a worker on the session's desktop and scripted model (SQLite of its own)."""
+    settings = loop_settings(tmp_path / "agent.db", desktop_url, scripted_llm.base_url, desktop_files)
+    with serve_agent(settings) as a:
+        yield a

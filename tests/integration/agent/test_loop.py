@@ -10,7 +10,6 @@ import asyncio
 import base64
 import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +33,6 @@ from tests.support.desktop_files import real_desktop
 
 # one tool per POST /computer-use action, 16 in all
 COMPUTER_TOOLS = {f"computer_{a}" for a in ACTION_MODELS}
-
-
-@pytest.fixture
-def agent(
-    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
-) -> Iterator[Agent]:
-    settings = loop_settings(tmp_path / "agent.db", desktop_url, scripted_llm.base_url, desktop_files)
-    with serve_agent(settings) as a:
-        yield a
 
 
 def hello_script(folder: Path) -> list:

@@ -9,7 +9,6 @@ import io
 import subprocess
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -18,17 +17,8 @@ from PIL import Image
 
 from deskpilot.cli import main
 from deskpilot.scripted import ScriptedModel, tool
-from tests.integration.agent.harness import Agent, loop_settings, serve_agent
+from tests.integration.agent.harness import Agent
 from tests.support.xvfb import Display
-
-
-@pytest.fixture
-def agent(
-    tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
-) -> Iterator[Agent]:
-    settings = loop_settings(tmp_path / "agent.db", desktop_url, scripted_llm.base_url, desktop_files)
-    with serve_agent(settings) as a:
-        yield a
 
 
 def recorded(agent: Agent, scripted_llm: ScriptedModel, tmp_path: Path) -> Path:
