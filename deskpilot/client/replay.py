@@ -23,14 +23,10 @@ from typing import Any
 import orjson
 from PIL import Image, ImageChops
 
+from deskpilot.computer.actions import OBSERVED_ACTIONS
 from deskpilot.computer.client import Desktop
 
 THRESHOLD = 32  # levels of 255: smaller moves are antialiasing, not a different screen
-# Actions whose answer can carry the settled frame (they take ``settle`` and ``screenshot``).
-OBSERVED = frozenset(
-    {"move_mouse", "trace_mouse", "click_mouse", "press_mouse", "drag_mouse", "scroll", "type_keys"}
-    | {"press_keys", "type_text", "paste_text", "application"}
-)
 
 
 @dataclass
@@ -88,7 +84,7 @@ def run_step(desktop: Desktop, step: dict[str, Any], size: tuple[int, int] | Non
     """Send the step's action, settled and with a frame at ``size`` when one is to be compared."""
     action = dict(step["action"])
     name = action.pop("action")
-    if size is not None and name in OBSERVED:
+    if size is not None and name in OBSERVED_ACTIONS:  # their answer can carry the settled frame
         action |= {"settle": {"quietMs": 100, "maxMs": 3000}, "screenshot": {"width": size[0]}}
     elif size is not None and name == "screenshot":
         action["width"] = size[0]

@@ -254,6 +254,8 @@ ACTION_MODELS: dict[str, type[BaseModel]] = {
     get_args(m.model_fields["action"].annotation)[0]: m for m in get_args(get_args(Action)[0])
 }
 ACTION_NAMES = tuple(ACTION_MODELS)
+# the input actions: they take settle, screenshot, evidence and space
+OBSERVED_ACTIONS = frozenset(name for name, model in ACTION_MODELS.items() if issubclass(model, Observed))
 
 # fields clients are known to send instead of the real ones: look-alike -> (real field, how to write it)
 LOOK_ALIKES: dict[str, tuple[str, str]] = {
