@@ -118,8 +118,7 @@ def error_result(message: str) -> CallToolResult:
 
 def to_result(spec: ToolSpec, outcome: Outcome) -> CallToolResult:
     """Image content for screenshots, structured x/y for the cursor, an embedded blob for a file read."""
-    # what an input action asked to know besides its image: how long it settled, what it did
-    observed = {k: v for k, v in outcome.to_dict().items() if k in ("settledMs", "settled", "evidence")}
+    observed = outcome.observed()  # not to_dict(): that would base64-encode the image a second time
     if outcome.image is not None:
         image = outcome.image
         if image.scaled:  # where the image lies, to map its points back (or send them with ``space``)

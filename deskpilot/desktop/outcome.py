@@ -40,11 +40,17 @@ class Outcome:
             body.update(name=self.file.name, size=self.file.size, mediaType=self.file.media_type)
         if self.message is not None:
             body["message"] = self.message
-        if self.settled_ms is not None:
-            body.update(settledMs=round(self.settled_ms, 1), settled=self.settled)
-        if self.evidence is not None:
-            body["evidence"] = self.evidence
+        body.update(self.observed())
         return body
+
+    def observed(self) -> dict[str, Any]:
+        """What an input action asked to know besides its image: how long it settled, what it did."""
+        out: dict[str, Any] = {}
+        if self.settled_ms is not None:
+            out.update(settledMs=round(self.settled_ms, 1), settled=self.settled)
+        if self.evidence is not None:
+            out["evidence"] = self.evidence
+        return out
 
     def to_json(self) -> bytes:
         """The response body of ``POST /computer-use`` (pybase64 + orjson: ~0.1 ms for a 1 MB PNG)."""
