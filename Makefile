@@ -64,8 +64,5 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 image: ## build the container image; installs and starts a Docker engine first when none answers (README)
 	scripts/build-image.sh $(IMAGE)
 
-image-demo: $(STAMP) ## one task end to end on the desktop of a running `make run`, by a scripted model (no key)
-	$(PY) scripts/demo.py
-
-test: system-test $(STAMP) ## build the image from this checkout, boot it and check it (tests/image)
+image-test: system-test $(STAMP) ## build the image from this checkout, boot it and check it (tests/image)
 	$(VENV)/bin/pytest -m image tests/image

@@ -69,3 +69,17 @@ def test_scripts_pass_shellcheck_and_are_executable(script: Path) -> None:
     result = shellcheck("--external-sources", str(script))
     assert result.returncode == 0, result.stdout
     assert script.stat().st_mode & 0o111, f"{script.name} must be executable"
+
+
+def test_make_test_runs_the_whole_suite_and_each_target_is_defined_once() -> None:
+    # -n prints the recipes (the target's and its prerequisites') without running them
+    result = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    # a second rule for a target replaces the first one's recipe with only a warning
+    assert "overriding recipe" not in result.stderr, result.stderr
+    pytest_lines = [line for line in result.stdout.splitlines() if "/bin/pytest" in line]
+    assert pytest_lines, result.stdout
+    assert all(" -m " not in line and "tests/" not in line for line in pytest_lines), pytest_lines
+    targets = re.findall(r"^([a-z-]+):", (ROOT / "Makefile").read_text(), re.M)
+    assert sorted(targets) == sorted(set(targets)), "a target defined twice"
+    assert "image-test" in targets
