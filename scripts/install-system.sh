@@ -6,7 +6,8 @@
 #   scripts/install-system.sh          runtime packages (what the image needs)
 #   scripts/install-system.sh --test   runtime + what the tests and benches need (browser, PostgreSQL, linters,
 #                                      Node.js for Helm and the TypeScript MCP client)
-#   scripts/install-system.sh --python only the interpreter the venv is built from (the image's Python stage)
+#   scripts/install-system.sh --python only the interpreter the venv is built from, and `strip` (the image's
+#                                      Python stage)
 set -euo pipefail
 
 DESKTOP_USER=${DESKTOP_USER:-user}
@@ -19,7 +20,8 @@ runtime_packages=(
   wmctrl xdotool xclip
   # the applications behind the identifiers
   firefox-esr keepassxc thunderbird geany xfce4-terminal thunar
-  fonts-dejavu-core fonts-noto-cjk adwaita-icon-theme
+  # CJK: WenQuanYi Micro Hei (5 MB: Chinese, Japanese and Korean in one sans face) rather than Noto CJK (90 MB)
+  fonts-dejavu-core fonts-wqy-microhei adwaita-icon-theme
   procps
 )
 # venv from Debian's interpreter, so the desktop user can execute it
@@ -30,7 +32,7 @@ test_packages=(
 )
 
 packages=("${python_packages[@]}")
-[[ "${1:-}" == --python ]] || packages+=("${runtime_packages[@]}")
+if [[ "${1:-}" == --python ]]; then packages+=(binutils); else packages+=("${runtime_packages[@]}"); fi
 if [[ "${1:-}" == --test ]]; then
   packages+=("${test_packages[@]}")
   # Only when npm is missing: a Node.js from elsewhere (NodeSource, nvm) brings its own npm, which

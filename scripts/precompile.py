@@ -1,11 +1,10 @@
-"""Write the bytecode (.pyc) of the code and of the packages the services use into the image's venv.
+"""Write the bytecode (.pyc) of the code and of the modules the services import into the image's venv.
 
 The image's venv is installed without bytecode (pip --no-compile): compiling every module of every dependency
-costs ~140 MB, much of it for packages the appliance never imports (the AWS and Hugging Face clients LiteLLM
-depends on) and for LiteLLM's thousands of modules. Here every package that the services' start, the agent
-and the desktop session import gets all its bytecode, except the few listed in PARTIAL, which get it only for
-the modules actually imported. A module left without bytecode still loads: it is compiled in memory when
-first imported.
+costs ~140 MB, much of it for modules the appliance never imports (most of LiteLLM's thousands, the rest of
+SQLAlchemy's dialects). Here the code gets all its bytecode and every other package that of the modules the
+services' start, the agent and the desktop session import (41 MB). A module left without bytecode still
+loads: it is compiled in memory when first imported.
 Run by the Dockerfile, as root, with the venv's interpreter:   .venv/bin/python scripts/precompile.py
 """
 
@@ -16,7 +15,6 @@ import importlib
 import os
 import re
 import sys
-import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,11 +36,8 @@ MODULES = (
     "h2.connection",
     "sqlalchemy.dialects.sqlite",
     "aiosqlite",
-    "PIL.Image",
     "litellm",
 )
-# Packages too large to compile whole, of which the agent imports a part: their imported modules only.
-PARTIAL = frozenset({"litellm", "openai"})
 
 
 def service_modules() -> list[str]:
@@ -59,10 +54,7 @@ def main() -> int:
     ours = service_modules()
     for name in (*ours, *MODULES):
         importlib.import_module(name)  # writes the .pyc of every module it imports
-    site = Path(sysconfig.get_path("purelib"))
-    used = {name.partition(".")[0] for name in sys.modules} - PARTIAL
-    dirs = [ROOT / ours[0].partition(".")[0], *(site / top for top in sorted(used) if (site / top).is_dir())]
-    return 0 if all(compileall.compile_dir(d, quiet=1) for d in dirs) else 1
+    return 0 if compileall.compile_dir(ROOT / ours[0].partition(".")[0], quiet=1) else 1
 
 
 if __name__ == "__main__":

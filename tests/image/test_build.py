@@ -1,5 +1,5 @@
 """What the built image holds, and what it must not: the build's extra CA certificates (unless asked for),
-compilers, headers, caches, docs."""
+compilers, headers, caches, docs, the Python packages the appliance never loads; and its size."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.container import build, docker
+from tests.support.container import VENV, build, docker
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(1200)]
 
@@ -84,4 +84,19 @@ def test_no_compiler_headers_caches_or_docs(image: str) -> None:
     files = f"find / -xdev \\( {wanted} \\) -print 2>/dev/null | head -20"
     docs = "find /usr/share/doc -type f -not -name copyright; find /usr/share/man /usr/share/info -type f"
     found = sh(image, f"{compilers}; {files}; {docs}")
+    assert not found.split(), found
+
+
+def test_the_image_stays_within_its_size(image: str) -> None:
+    size = int(docker("image", "inspect", "--format", "{{.Size}}", image))
+    assert size <= 1.4e9, f"the image is {size / 1e9:.3f} GB, over its 1.4 GB target (bench/image.py: layers)"
+
+
+def test_the_venv_holds_no_aws_sdk_stubs_or_debug_information(image: str) -> None:
+    site = f"{VENV}/lib/python3.11/site-packages"
+    unused = f"ls -d {site}/boto3 {site}/botocore {site}/s3transfer {site}/hf_xet 2>/dev/null"
+    sources = f"find {site} \\( -name '*.pyi' -o -name '*.pyx' -o -name '*.c' \\) | head -5"
+    # the section name is in every file that still has its debug information
+    debug = f"grep -l -F .debug_info {site}/uvloop/*.so {site}/asyncpg/protocol/*.so"
+    found = sh(image, f"{unused}; {sources}; {debug} || true")
     assert not found.split(), found

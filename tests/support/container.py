@@ -28,7 +28,16 @@ from deskpilot.client.container import (
     start_engine,
 )
 
-__all__ = ["HOST_DISPLAYS", "ROOT", "Container", "EngineUnavailable", "build", "docker", "start_engine"]
+__all__ = [
+    "HOST_DISPLAYS",
+    "ROOT",
+    "VENV",
+    "Container",
+    "EngineUnavailable",
+    "build",
+    "docker",
+    "start_engine",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the README mounts its volumes

@@ -126,6 +126,19 @@ def test_the_contract_loads_without_x_or_a_web_server() -> None:
     assert done.returncode == 0, done.stderr
 
 
+# the client's extras (`deskpilot[client]`: Screenshot.image(), the replay), which the image's venv leaves out
+CLIENT_ONLY = ("PIL",)
+SERVICES = ("deskpilot.desktop", "deskpilot.tasks", "deskpilot.agent", "deskpilot.ui", *SHARED)
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(APP.parent)))
+def test_the_services_import_nothing_of_the_client_extras(path: Path) -> None:
+    if not within(module_name(path), SERVICES):
+        return
+    bad = sorted(m for m in imported(ast.parse(path.read_text())) if within(m, CLIENT_ONLY))
+    assert not bad, f"{module_name(path)} imports {bad}: add it to the `server` extra, or keep it client-side"
+
+
 @pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(APP.parent)))
 def test_modules_and_functions_stay_small(path: Path) -> None:
     source = path.read_text()
