@@ -87,7 +87,7 @@ class DesktopController:
             wants_evidence = isinstance(action, actions.Observed) and action.evidence
             before = await self._before() if wants_evidence else None
             result = await self._handlers[type(action)](action)
-            if isinstance(action, actions.Observed):
+            if isinstance(action, actions.Looks):  # the input actions and wait
                 result = await self.observe(action, result, before)
             outcome = "ok"
             return result
@@ -131,9 +131,10 @@ class DesktopController:
         return self.connections.capture(options)
 
     async def observe(
-        self, action: actions.Observed, result: Outcome, before: evidence.Before | None = None
+        self, action: actions.Looks, result: Outcome, before: evidence.Before | None = None
     ) -> Outcome:
-        """What an input action asked to see afterwards: the screen settled, a screenshot of it, evidence."""
+        """What an action asked to see afterwards: the screen settled, a screenshot of it, evidence (input
+        actions only: ``before`` is None for a wait)."""
         if action.settle is not None:
             settled_ms, settled = await self.settle(action.settle.quietMs, action.settle.maxMs)
             result = dataclasses.replace(result, settled_ms=settled_ms, settled=settled)
@@ -145,7 +146,7 @@ class DesktopController:
             result = dataclasses.replace(result, evidence=evidence.report(before, after))
         return result
 
-    async def _after(self, action: actions.Observed, before: evidence.Before) -> evidence.After:
+    async def _after(self, action: actions.Looks, before: evidence.Before) -> evidence.After:
         with self.connections.using() as x:
             focus, pointer = evidence.focused(x), x.pointer()
             keyboard = getattr(action, "action", "") in KEYBOARD_ACTIONS
