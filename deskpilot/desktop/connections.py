@@ -86,7 +86,7 @@ class Connections:
     def __init__(self, settings: DesktopSettings) -> None:
         self.name = settings.display
         self.required = requirements(settings)
-        self._input = _Slot(lambda: self._open(XConnection))
+        self._input = _Slot(lambda: self._open(XConnection), usable=lambda x: not x.severed)
         self._capture = _Slot(lambda: self._open(Capturer))
         self._clipboard = _Slot(lambda: self._open(Clipboard), usable=lambda clip: clip.alive)
         self._refusal: str | None = None  # the refusal logged last, so it is logged once
