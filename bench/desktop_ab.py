@@ -6,7 +6,7 @@ load of a shared machine weighs on both alike. Two services poll one display, so
 than bench/desktop.py's; the ratio is what counts.
 
     git archive <commit> | tar -x -C /tmp/before
-    .venv/bin/python bench/desktop_ab.py --before /tmp/before [--n 100]
+    .venv/bin/python bench/desktop_ab.py --before /tmp/before [--n 100] [--only click]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", type=Path, help="an exported tree of the earlier commit")
     ap.add_argument("--n", type=int, default=100)
+    ap.add_argument("--only", default="", help="the cases whose name holds this text")
     args = ap.parse_args()
     if args.before is None:  # `make bench` runs every bench: this one needs a tree to compare with
         print("nothing to compare: give --before DIR, an exported tree of an earlier commit")
@@ -68,6 +69,8 @@ def main() -> None:
         }
         print(f"before: {args.before}; after: this checkout; n={args.n} per cell, interleaved")
         for name, (body, between) in cases.items():
+            if args.only not in name:
+                continue
             samples: dict[str, list[float]] = {"before": [], "after": []}
             for side in clients:  # warm-up
                 clients[side].post("/computer-use", json=body)

@@ -148,7 +148,7 @@ class DesktopController:
 
     async def _after(self, action: actions.Looks, before: evidence.Before) -> evidence.After:
         with self.connections.using() as x:
-            focus, pointer = evidence.focused(x), x.pointer()
+            focus, pointer = evidence.focused_and_pointer(x)
             keyboard = getattr(action, "action", "") in KEYBOARD_ACTIONS
             keys = evidence.keys_to(x) if keyboard else False
         now = await self._damage_now()
