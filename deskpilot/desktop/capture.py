@@ -255,8 +255,8 @@ class Capturer:
         """Capture and encode; the default (PNG, full size) is lossless. While nothing was drawn since the
         same screenshot was last taken, that one is returned: the same bytes a fresh capture would give."""
         x, y, w, h = region or (0, 0, self.width, self.height)
-        size = astuple(image_size(Size(w, h), width, scale, zoom=region is not None))
-        key: FrameKey = (fmt, quality, size, region, compression)
+        key = self._key(fmt, quality, width, scale, region, compression)
+        size = key[2]
         # fpng takes RGB; OpenCV's encoders (jpeg, webp, png at a compression level) take BGR
         rgb = fmt == "png" and compression is None
         conversion = cv2.COLOR_BGRA2RGB if rgb else cv2.COLOR_BGRA2BGR
@@ -287,6 +287,42 @@ class Capturer:
         if damage is not None:
             self._frames[key] = (changes, image)
         return image
+
+    def again(
+        self,
+        fmt: str = "png",
+        quality: int = 80,
+        width: int | None = None,
+        scale: float | None = None,
+        region: tuple[int, int, int, int] | None = None,
+        compression: int | None = None,
+    ) -> Image | None:
+        """The screenshot ``screenshot`` would serve again, or None; never waits for a capture in progress.
+        One round trip on the damage connection, cheaper than the hop to a worker thread a capture takes."""
+        damage = self.damage
+        if damage is None or not damage.alive or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            with lost_display(self.name):
+                self._check_open()
+                cached = self._frames.get(self._key(fmt, quality, width, scale, region, compression))
+                changes = damage.poll(sync=True)
+        finally:
+            self._lock.release()
+        return cached[1] if cached is not None and cached[0] == changes else None
+
+    def _key(
+        self,
+        fmt: str,
+        quality: int,
+        width: int | None,
+        scale: float | None,
+        region: tuple[int, int, int, int] | None,
+        compression: int | None,
+    ) -> FrameKey:
+        w, h = (region[2], region[3]) if region else (self.width, self.height)
+        size = astuple(image_size(Size(w, h), width, scale, zoom=region is not None))
+        return (fmt, quality, size, region, compression)
 
     def _rows(self, key: FrameKey, damage: DamageWatcher | None, size: tuple[int, int]) -> Rows | None:
         """The kept scaled frame and the rows of it to resample, when only a band changed since it."""

@@ -118,6 +118,17 @@ class Connections:
                 o.format, o.quality, o.width, o.scale, region, o.compression
             )
 
+    def again(self, options: ScreenshotOptions) -> Image | None:
+        """The screenshot the capture connection would serve again, if it is open and not busy, else None
+        (``Capturer.again``: one round trip, so callers may run it on the event loop)."""
+        capturer = self._capture.peek()
+        if capturer is None:
+            return None
+        region = options.region.box if options.region is not None else None
+        o = options
+        with self._drop_if_lost():
+            return capturer.again(o.format, o.quality, o.width, o.scale, region, o.compression)
+
     def damage(self) -> DamageWatcher | None:
         """The capture connection's damage watcher (opening it if needed; blocking: run it off the loop)."""
         with self._drop_if_lost():

@@ -123,8 +123,13 @@ class DesktopController:
 
     # ------------------------------------------------------------------ screen
     async def screenshot(self, action: actions.Screenshot) -> Outcome:
-        image = await asyncio.to_thread(self.capture, action)
-        return Outcome(image=image)
+        return Outcome(image=await self.shoot(action))
+
+    async def shoot(self, options: ScreenshotOptions) -> Image:
+        """A screenshot: served again in line when nothing was drawn since the same one (one round trip),
+        else captured in a worker thread."""
+        image = self.connections.again(options)
+        return image if image is not None else await asyncio.to_thread(self.capture, options)
 
     def capture(self, options: ScreenshotOptions | None = None) -> Image:
         """Synchronous capture + encode (used by ``screenshot`` in a worker thread, and by the bench)."""
@@ -139,8 +144,7 @@ class DesktopController:
             settled_ms, settled = await self.settle(action.settle.quietMs, action.settle.maxMs)
             result = dataclasses.replace(result, settled_ms=settled_ms, settled=settled)
         if action.screenshot is not None:
-            image = await asyncio.to_thread(self.capture, action.screenshot)
-            result = dataclasses.replace(result, image=image)
+            result = dataclasses.replace(result, image=await self.shoot(action.screenshot))
         if before is not None:
             after = await self._after(action, before)
             result = dataclasses.replace(result, evidence=evidence.report(before, after))

@@ -134,3 +134,16 @@ def test_a_scaled_frame_after_a_small_change_is_what_resampling_the_whole_frame_
         capturer._scaled.clear()
         assert partial == capturer.screenshot("png", 80, width).data, f"drawing {i}"
     assert len(redone) == 3 and all(hi - lo < 300 for lo, hi in redone), redone
+
+
+def test_again_serves_only_an_unchanged_frame_and_never_waits(bare: Display, capturer: Capturer) -> None:
+    """What the event loop asks before sending a screenshot to a worker thread."""
+    first = capturer.screenshot(width=1280)
+    assert capturer.again(width=1280) is first
+    assert capturer.again() is None, "never taken at this size"
+    draw(bare.name, 700, 0x445566)
+    assert capturer.again(width=1280) is None, "drawn on since"
+    second = capturer.screenshot(width=1280)
+    with capturer._lock:  # a capture in progress
+        assert capturer.again(width=1280) is None
+    assert capturer.again(width=1280) is second
