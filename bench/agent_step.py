@@ -8,9 +8,10 @@ and worker) runs in this one so its step timings can be read.
 
 Baselines, measured in the same run: the same loop settling as it did before the desktop settled itself
 (screenshots 50 ms apart until two are identical, one request each), and with the reference product's
-fixed 750 ms sleep after each action.
+fixed 750 ms sleep after each action. Then the same two ways for a ``computer_wait`` of 0 ms, which settled
+by comparing frames until the desktop's ``wait`` took ``settle`` and ``screenshot``.
 
-    .venv/bin/python bench/agent_step.py [--steps 40] [--baseline-steps 8]
+    .venv/bin/python bench/agent_step.py [--steps 40] [--baseline-steps 8] [--wait-steps 20]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -40,6 +42,7 @@ from tests.support.net import free_port, wait_http  # noqa: E402
 from tests.support.xvfb import start_window_manager, start_xvfb  # noqa: E402
 
 TARGET_P50_MS = 50.0
+RUNS = itertools.count()  # a database per run
 
 
 class FrameCompareComputer(Computer):
@@ -74,7 +77,12 @@ def pct(values: list[float], p: float) -> float:
 def run(executor_cls: type[AgentExecutor], steps: int, desktop_url: str, llm_url: str, tmp: Path) -> list:
     # no files are uploaded: the temporary directory is only where they would go
     settings = loop_settings(
-        tmp / f"{executor_cls.__name__}.db", desktop_url, llm_url, tmp, max_steps=steps + 1, repeat_limit=0
+        tmp / f"{executor_cls.__name__}-{next(RUNS)}.db",
+        desktop_url,
+        llm_url,
+        tmp,
+        max_steps=steps + 1,
+        repeat_limit=0,
     )
     executor = executor_cls(settings.agent)
     with serve_agent(settings, executor=executor) as agent:
@@ -112,12 +120,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--baseline-steps", type=int, default=8)
+    ap.add_argument("--wait-steps", type=int, default=20)
     args = ap.parse_args()
     display = start_xvfb()
     try:
         start_window_manager(display)
-        dport, lport = free_port(), free_port()
+        dport, lport, wport = free_port(), free_port(), free_port()
         step = json.dumps({"calls": [["computer_move_mouse", {"coordinates": {"x": 5, "y": 5}}]]})
+        wait = json.dumps({"calls": [["computer_wait", {"duration": 0}]]})
         with (
             tempfile.TemporaryDirectory() as tmp,
             service(
@@ -129,11 +139,20 @@ def main() -> None:
                 [PY, "-m", "deskpilot.scripted", "--port", str(lport), "--then", step],
                 f"http://127.0.0.1:{lport}/v1/models",
             ),
+            service(
+                [PY, "-m", "deskpilot.scripted", "--port", str(wport), "--then", wait],
+                f"http://127.0.0.1:{wport}/v1/models",
+            ),
         ):
             desktop_url, llm_url = f"http://127.0.0.1:{dport}", f"http://127.0.0.1:{lport}/v1"
             ours = run(AgentExecutor, args.steps, desktop_url, llm_url, Path(tmp))
             compare = run(FrameCompareExecutor, args.steps, desktop_url, llm_url, Path(tmp))
             base = run(FixedSleepExecutor, args.baseline_steps, desktop_url, llm_url, Path(tmp))
+            wait_url, waits, waits_compared = f"http://127.0.0.1:{wport}/v1", [], []
+            for _ in range(2):  # interleaved halves: the load moves
+                half = args.wait_steps // 2
+                waits += run(AgentExecutor, half, desktop_url, wait_url, Path(tmp))
+                waits_compared += run(FrameCompareExecutor, half, desktop_url, wait_url, Path(tmp))
     finally:
         display.stop()
     print("agent step overhead, instant scripted model, static 1920x1080 screen, screenshots 1280x720")
@@ -144,6 +163,10 @@ def main() -> None:
         f"ratio previous/ours p50: {c50 / p50:.1f}x, baseline/ours {b50 / p50:.1f}x   "
         f"target p50 <= {TARGET_P50_MS:.0f} ms: {'met' if p50 <= TARGET_P50_MS else 'NOT met'}"
     )
+    if args.wait_steps >= 2:
+        w50 = report("wait 0 ms: wait, settle, frame", waits)
+        wc50 = report("wait 0 ms, frame-compare", waits_compared)
+        print(f"wait step: frame-compare/ours p50 {wc50 / w50:.1f}x, {wc50 - w50:.1f} ms saved")
 
 
 if __name__ == "__main__":

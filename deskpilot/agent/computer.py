@@ -164,8 +164,10 @@ class Computer:
             shot = await self.screenshot()
             return ToolOutcome([image_block(shot)], key=_digest(shot))
         observed = action in CHANGES_SCREEN
+        # what the action's model takes of settle, screenshot and evidence (a wait takes no evidence)
+        asked = {k: v for k, v in self.observe.items() if k in model.model_fields} if observed else {}
         try:
-            body = await self._call(action, **{**payload, **(self.observe if observed else {})})
+            body = await self._call(action, **{**payload, **asked})
         except DesktopClientError as exc:
             return _error(exc.message)
         if action == "cursor_position":

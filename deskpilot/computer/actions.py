@@ -51,14 +51,20 @@ class _Action(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class Observed(_Action):
-    """An input action, optionally followed by settling and a screenshot in the same request (an extension
-    of ours: without these fields the answer is the spec's)."""
+class Looks(_Action):
+    """An action after which a client looks at the screen: optionally followed by settling and a screenshot
+    in the same request (an extension of ours: without these fields the answer is the spec's)."""
 
     settle: Settle | None = Field(default=None, description="wait for the screen to settle afterwards")
     screenshot: ScreenshotOptions | None = Field(
         default=None, description="answer with a screenshot taken afterwards (after settling, if asked)"
     )
+
+
+class Observed(Looks):
+    """An input action: it may also ask for evidence of what it did, and give its points in an image's
+    ``space``."""
+
     evidence: StrictBool = Field(
         default=False,
         description="answer with what the action did: pointer, focus before/after, screen changed",
@@ -175,7 +181,7 @@ class PasteText(Observed):
     text: Annotated[str, Field(max_length=MAX_TEXT)]
 
 
-class Wait(_Action):
+class Wait(Looks):
     """Wait ``duration`` milliseconds."""
 
     action: Literal["wait"]
@@ -254,7 +260,7 @@ ACTION_MODELS: dict[str, type[BaseModel]] = {
     get_args(m.model_fields["action"].annotation)[0]: m for m in get_args(get_args(Action)[0])
 }
 ACTION_NAMES = tuple(ACTION_MODELS)
-# the input actions: they take settle, screenshot, evidence and space
+# the input actions: they take settle, screenshot, evidence and space (wait takes settle and screenshot)
 OBSERVED_ACTIONS = frozenset(name for name, model in ACTION_MODELS.items() if issubclass(model, Observed))
 
 # fields clients are known to send instead of the real ones: look-alike -> (real field, how to write it)

@@ -283,9 +283,19 @@ class Actions:
             no_result,
         )
 
-    def wait(self, duration: int) -> None:
+    def wait(
+        self,
+        duration: int,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Wait ``duration`` milliseconds."""
-        return self._act("wait", {"duration": duration}, no_result)
+        return self._act(
+            "wait",
+            {"settle": as_options(settle), "screenshot": as_options(screenshot), "duration": duration},
+            no_result,
+        )
 
     def screenshot(
         self,
@@ -603,9 +613,19 @@ class AsyncActions:
             no_result,
         )
 
-    async def wait(self, duration: int) -> None:
+    async def wait(
+        self,
+        duration: int,
+        *,
+        settle: fields.Settle | dict[str, Any] | None = None,
+        screenshot: fields.ScreenshotOptions | dict[str, Any] | None = None,
+    ) -> None:
         """Wait ``duration`` milliseconds."""
-        return await self._act("wait", {"duration": duration}, no_result)
+        return await self._act(
+            "wait",
+            {"settle": as_options(settle), "screenshot": as_options(screenshot), "duration": duration},
+            no_result,
+        )
 
     async def screenshot(
         self,

@@ -31,6 +31,7 @@ from Xlib.protocol import rq
 
 from deskpilot.computer.geometry import Size, image_size
 from deskpilot.desktop.damage import DamageWatcher, open_watcher
+from deskpilot.desktop.resample import band, by_rows, downscale, redo_rows, source_rows
 from deskpilot.desktop.x11 import Requirements, display_lost, lost_display, open_display
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ _libc.shmctl.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 _IPC_PRIVATE, _IPC_CREAT, _IPC_RMID = 0, 0o1000, 0
 
 FrameKey = tuple[str, int, tuple[int, int], tuple[int, int, int, int] | None, int | None]
+Rows = tuple[np.ndarray, tuple[int, int], tuple[int, int]]  # a kept scaled frame, rows to replace, resample
 MAX_CACHED_FRAMES = 8  # distinct (format, quality, size) kept; a client asks for one or two
 cv2.setNumThreads(1)  # 2 cores shared with the desktop apps: CPU time is the real cost
 
@@ -217,6 +219,9 @@ class Capturer:
         # the last frame encoded per request (format, quality, size, region, compression), with the damage
         # count read before its grab
         self._frames: dict[FrameKey, tuple[int, Image]] = {}
+        # the last scaled frame before encoding, per request of a size ``resample.by_rows`` serves: after a
+        # small change only the rows around it are resampled
+        self._scaled: dict[FrameKey, tuple[int, np.ndarray]] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -250,8 +255,8 @@ class Capturer:
         """Capture and encode; the default (PNG, full size) is lossless. While nothing was drawn since the
         same screenshot was last taken, that one is returned: the same bytes a fresh capture would give."""
         x, y, w, h = region or (0, 0, self.width, self.height)
-        size = astuple(image_size(Size(w, h), width, scale, zoom=region is not None))
-        key: FrameKey = (fmt, quality, size, region, compression)
+        key = self._key(fmt, quality, width, scale, region, compression)
+        size = key[2]
         # fpng takes RGB; OpenCV's encoders (jpeg, webp, png at a compression level) take BGR
         rgb = fmt == "png" and compression is None
         conversion = cv2.COLOR_BGRA2RGB if rgb else cv2.COLOR_BGRA2BGR
@@ -262,16 +267,71 @@ class Capturer:
             cached = self._frames.get(key)
             if cached is not None and cached[0] == changes:
                 return cached[1]  # nothing was drawn since it was captured
+            rows = self._rows(key, damage, size) if region is None else None
+            lo, hi = source_rows(h, size[1], rows[2]) if rows is not None else (0, h)
             # a fresh frame (own memory): cvtColor drops the padding byte on the way
-            frame = cv2.cvtColor(self._grab()[y : y + h, x : x + w], conversion)
+            frame = cv2.cvtColor(self._grab()[y + lo : y + hi, x : x + w], conversion)
+        if rows is not None:
+            frame = redo_rows(rows[0], frame, rows[1], rows[2])
+        elif damage is not None and region is None and by_rows((w, h), size):
+            frame = downscale(frame, size)
+        if damage is not None:
+            if len(self._frames) >= MAX_CACHED_FRAMES:
+                self._frames.clear()
+                self._scaled.clear()
+            if frame.shape[:2] == (size[1], size[0]) and region is None and size != (w, h):
+                self._scaled[key] = (changes, frame)
         image = replace(
             encode(frame, fmt, quality, size, compression), region=region, screen=(self.width, self.height)
         )
         if damage is not None:
-            if len(self._frames) >= MAX_CACHED_FRAMES:
-                self._frames.clear()
             self._frames[key] = (changes, image)
         return image
+
+    def again(
+        self,
+        fmt: str = "png",
+        quality: int = 80,
+        width: int | None = None,
+        scale: float | None = None,
+        region: tuple[int, int, int, int] | None = None,
+        compression: int | None = None,
+    ) -> Image | None:
+        """The screenshot ``screenshot`` would serve again, or None; never waits for a capture in progress.
+        One round trip on the damage connection, cheaper than the hop to a worker thread a capture takes."""
+        damage = self.damage
+        if damage is None or not damage.alive or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            with lost_display(self.name):
+                self._check_open()
+                cached = self._frames.get(self._key(fmt, quality, width, scale, region, compression))
+                changes = damage.poll(sync=True)
+        finally:
+            self._lock.release()
+        return cached[1] if cached is not None and cached[0] == changes else None
+
+    def _key(
+        self,
+        fmt: str,
+        quality: int,
+        width: int | None,
+        scale: float | None,
+        region: tuple[int, int, int, int] | None,
+        compression: int | None,
+    ) -> FrameKey:
+        w, h = (region[2], region[3]) if region else (self.width, self.height)
+        size = astuple(image_size(Size(w, h), width, scale, zoom=region is not None))
+        return (fmt, quality, size, region, compression)
+
+    def _rows(self, key: FrameKey, damage: DamageWatcher | None, size: tuple[int, int]) -> Rows | None:
+        """The kept scaled frame and the rows of it to resample, when only a band changed since it."""
+        kept = self._scaled.get(key)
+        box = damage.damaged_since(kept[0]) if kept is not None and damage is not None else None
+        if kept is None or box is None:
+            return None
+        rows = band((self.width, self.height), size, box[1], box[3])
+        return (kept[1], *rows) if rows is not None else None
 
     def _grab(self) -> np.ndarray:
         """The screen as BGRX, valid until the next grab."""
@@ -284,20 +344,6 @@ class Capturer:
     def _check_open(self) -> None:
         if self._closed:  # dropped by another thread after a lost display
             raise display_lost(self.name, "the capture connection was closed")
-
-
-def downscale(frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """``frame`` at ``size``, as the exact area filter makes it (each output pixel the mean of what it
-    covers, so text stays legible) but twice as fast at the ratios models ask for (1/2 to 0.72: 961 to 1382
-    of 1920): OpenCV's area filter is quick only at integer ratios, so the frame is first resized linearly
-    to twice the size, then halved by area. Against the exact filter, PSNR 34-49 dB on text at 1366, 1280
-    and 1024 wide (tests/unit/desktop/test_downscale.py); 3.8 against 7.7 ms at 1366 wide on this project's
-    2-CPU VM. Closer to 1 the linear step shifts more than it saves: the exact filter does it."""
-    width, height = size
-    if frame.shape[1] // 2 < width and width * 100 <= frame.shape[1] * 72:
-        double = cv2.resize(frame, (2 * width, 2 * height), interpolation=cv2.INTER_LINEAR)
-        return cv2.resize(double, size, interpolation=cv2.INTER_AREA)
-    return cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
 
 
 def encode(

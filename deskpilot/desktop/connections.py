@@ -86,7 +86,7 @@ class Connections:
     def __init__(self, settings: DesktopSettings) -> None:
         self.name = settings.display
         self.required = requirements(settings)
-        self._input = _Slot(lambda: self._open(XConnection))
+        self._input = _Slot(lambda: self._open(XConnection), usable=lambda x: not x.severed)
         self._capture = _Slot(lambda: self._open(Capturer))
         self._clipboard = _Slot(lambda: self._open(Clipboard), usable=lambda clip: clip.alive)
         self._refusal: str | None = None  # the refusal logged last, so it is logged once
@@ -117,6 +117,17 @@ class Connections:
             return self._capture.get().screenshot(
                 o.format, o.quality, o.width, o.scale, region, o.compression
             )
+
+    def again(self, options: ScreenshotOptions) -> Image | None:
+        """The screenshot the capture connection would serve again, if it is open and not busy, else None
+        (``Capturer.again``: one round trip, so callers may run it on the event loop)."""
+        capturer = self._capture.peek()
+        if capturer is None:
+            return None
+        region = options.region.box if options.region is not None else None
+        o = options
+        with self._drop_if_lost():
+            return capturer.again(o.format, o.quality, o.width, o.scale, region, o.compression)
 
     def damage(self) -> DamageWatcher | None:
         """The capture connection's damage watcher (opening it if needed; blocking: run it off the loop)."""

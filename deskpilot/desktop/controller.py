@@ -87,7 +87,7 @@ class DesktopController:
             wants_evidence = isinstance(action, actions.Observed) and action.evidence
             before = await self._before() if wants_evidence else None
             result = await self._handlers[type(action)](action)
-            if isinstance(action, actions.Observed):
+            if isinstance(action, actions.Looks):  # the input actions and wait
                 result = await self.observe(action, result, before)
             outcome = "ok"
             return result
@@ -123,31 +123,36 @@ class DesktopController:
 
     # ------------------------------------------------------------------ screen
     async def screenshot(self, action: actions.Screenshot) -> Outcome:
-        image = await asyncio.to_thread(self.capture, action)
-        return Outcome(image=image)
+        return Outcome(image=await self.shoot(action))
+
+    async def shoot(self, options: ScreenshotOptions) -> Image:
+        """A screenshot: served again in line when nothing was drawn since the same one (one round trip),
+        else captured in a worker thread."""
+        image = self.connections.again(options)
+        return image if image is not None else await asyncio.to_thread(self.capture, options)
 
     def capture(self, options: ScreenshotOptions | None = None) -> Image:
         """Synchronous capture + encode (used by ``screenshot`` in a worker thread, and by the bench)."""
         return self.connections.capture(options)
 
     async def observe(
-        self, action: actions.Observed, result: Outcome, before: evidence.Before | None = None
+        self, action: actions.Looks, result: Outcome, before: evidence.Before | None = None
     ) -> Outcome:
-        """What an input action asked to see afterwards: the screen settled, a screenshot of it, evidence."""
+        """What an action asked to see afterwards: the screen settled, a screenshot of it, evidence (input
+        actions only: ``before`` is None for a wait)."""
         if action.settle is not None:
             settled_ms, settled = await self.settle(action.settle.quietMs, action.settle.maxMs)
             result = dataclasses.replace(result, settled_ms=settled_ms, settled=settled)
         if action.screenshot is not None:
-            image = await asyncio.to_thread(self.capture, action.screenshot)
-            result = dataclasses.replace(result, image=image)
+            result = dataclasses.replace(result, image=await self.shoot(action.screenshot))
         if before is not None:
             after = await self._after(action, before)
             result = dataclasses.replace(result, evidence=evidence.report(before, after))
         return result
 
-    async def _after(self, action: actions.Observed, before: evidence.Before) -> evidence.After:
+    async def _after(self, action: actions.Looks, before: evidence.Before) -> evidence.After:
         with self.connections.using() as x:
-            focus, pointer = evidence.focused(x), x.pointer()
+            focus, pointer = evidence.focused_and_pointer(x)
             keyboard = getattr(action, "action", "") in KEYBOARD_ACTIONS
             keys = evidence.keys_to(x) if keyboard else False
         now = await self._damage_now()

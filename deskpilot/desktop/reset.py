@@ -27,11 +27,17 @@ from pathlib import Path
 import deskpilot
 from deskpilot.desktop.files import FileStore
 from deskpilot.desktop.input import Input, poll
+from deskpilot.desktop.watchdog import bounded
 from deskpilot.desktop.windows import WindowActions
+from deskpilot.desktop.x11 import XConnection
 from deskpilot.errors import FileConflict, FileMissing
 
 HOME_DIRS = ("Desktop", "Documents", "Downloads")
 EXIT_TIMEOUT_S = 2.0  # for the programs to go once their display is gone
+# for each block of the reset's X calls (milliseconds when the server answers): past it a server that stopped
+# answering is a 504, not a request that hangs until its caller gives up
+X_TIMEOUT_S = 5.0
+WHAT = "during the reset"
 
 
 def default_skeleton() -> Path:
@@ -52,6 +58,7 @@ class Reset:
         self.windows = windows
         self.files = files
         self.skeleton = skeleton or default_skeleton()
+        self.x_timeout = X_TIMEOUT_S
 
     async def __call__(self) -> ResetReport:
         started = time.perf_counter()
@@ -61,7 +68,7 @@ class Reset:
             closed, pids = self._close_windows()
             await self._stop_launched()
             with self.input.connections.using() as x:
-                await poll(lambda: not x.application_windows(), EXIT_TIMEOUT_S)
+                await poll(lambda: self._no_windows(x), EXIT_TIMEOUT_S)
             await poll(lambda: not any(map(_running, pids)), EXIT_TIMEOUT_S)
         try:
             removed = await self.files.as_user(home_to_skeleton, self.files.user.home, self.skeleton)
@@ -69,8 +76,12 @@ class Reset:
             raise FileConflict(f"the home could not be brought back to its skeleton: {exc}") from None
         return ResetReport(closed, removed, (time.perf_counter() - started) * 1000)
 
+    def _no_windows(self, x: XConnection) -> bool:
+        with bounded(x, self.x_timeout, WHAT):
+            return not x.application_windows()
+
     def _close_windows(self) -> tuple[int, set[int]]:
-        with self.input.connections.using() as x:
+        with self.input.connections.using() as x, bounded(x, self.x_timeout, WHAT):
             x.release_all()
             wids = x.application_windows()
             pids = {pid for pid in map(x.window_pid, wids) if pid > 1 and pid != os.getpid()}

@@ -156,6 +156,7 @@ class XConnection:
 
     def __init__(self, name: str, required: Requirements) -> None:
         self.name = name
+        self.severed = False  # cut by a watchdog (``watchdog.py``): replaced, never used again
         self.display = open_display(name, required)
         try:
             with lost_display(name):
@@ -178,6 +179,8 @@ class XConnection:
         self._scratch: OrderedDict[int, int] = OrderedDict((kc, 0) for kc in self._spare_keycodes())
 
     def close(self) -> None:
+        if self.severed:  # its socket is closed, and python-xlib's locks may be held by the cut call
+            return
         with contextlib.suppress(*LOST_CONNECTION):  # the keymap of a lost server needs no restoring
             self._restore_scratch()
         with contextlib.suppress(*LOST_CONNECTION):

@@ -42,6 +42,13 @@ class Changer:
         self.root.fill_rectangle(self.gcs[self.n % 2], 1919, 1079, 1, 1)
         self.d.sync()
 
+    def change_corners(self) -> None:
+        """Two pixels, top-left and bottom-right: what changed spans the whole screen."""
+        self.n += 1
+        for x, y in ((0, 0), (1919, 1079)):
+            self.root.fill_rectangle(self.gcs[self.n % 2], x, y, 1, 1)
+        self.d.sync()
+
 
 @contextlib.contextmanager
 def bench_desktop() -> Iterator[BenchDesktop]:

@@ -17,7 +17,9 @@ from deskpilot.config import AgentSettings
 CLICK = {"coordinates": {"x": 10, "y": 700}, "button": "left", "clickCount": 1}
 
 
-def run_click(desktop_url: str, legacy: bool) -> tuple[list[str], str]:
+def run_step(
+    desktop_url: str, legacy: bool, action: str = "click_mouse", args: dict | None = None
+) -> tuple[list[str], str]:
     async def go() -> tuple[list[str], str]:
         sent: list[str] = []
 
@@ -29,20 +31,27 @@ def run_click(desktop_url: str, legacy: bool) -> tuple[list[str], str]:
             computer = Computer(desktop, AgentSettings())
             if legacy:  # what a desktop that ignores the fields leaves the agent to do
                 computer.observe = {}
-            outcome = await computer.run("click_mouse", dict(CLICK))
+            outcome = await computer.run(action, dict(CLICK if args is None else args))
         image = next(b for b in outcome.content if b.get("type") == "image")
         return sent, str(image["source"]["data"] if "source" in image else image["data"])
 
     return asyncio.run(go())
 
 
+def test_a_wait_step_is_one_request_too(desktop_url: str) -> None:
+    sent, frame = run_step(desktop_url, legacy=False, action="wait", args={"duration": 50})
+    assert len(sent) == 1, sent
+    assert '"settle":{"quietMs":20,"maxMs":1000}' in sent[0] and "evidence" not in sent[0], sent
+    assert png_size(pybase64.b64decode(frame[:44])).width == AgentSettings().screenshot_width
+
+
 def test_a_step_is_one_request(desktop_url: str) -> None:
-    sent, frame = run_click(desktop_url, legacy=False)
+    sent, frame = run_step(desktop_url, legacy=False)
     assert len(sent) == 1, sent
     assert '"settle":{"quietMs":20,"maxMs":1000}' in sent[0] and '"evidence":true' in sent[0], sent
     assert png_size(pybase64.b64decode(frame[:44])).width == AgentSettings().screenshot_width
 
 
 def test_the_frame_comparing_loop_took_three_or_more(desktop_url: str) -> None:
-    sent, _ = run_click(desktop_url, legacy=True)
+    sent, _ = run_step(desktop_url, legacy=True)
     assert len(sent) >= 3, sent

@@ -10,7 +10,9 @@ import pytest
 from Xlib import display as xdisplay
 
 from deskpilot.computer.geometry import SCREEN
+from deskpilot.desktop import capture
 from deskpilot.desktop.capture import Capturer
+from deskpilot.desktop.resample import redo_rows
 from deskpilot.desktop.x11 import Requirements
 from tests.support.xvfb import Display, start_xvfb
 
@@ -46,8 +48,9 @@ def draw(name: str, x: int, colour: int) -> None:
 
 
 def fresh(capturer: Capturer, **kw: object) -> bytes:
-    """What a capture gives with nothing cached."""
+    """What a capture gives with nothing cached (nor a scaled frame kept to resample a band of)."""
     capturer._frames.clear()
+    capturer._scaled.clear()
     return capturer.screenshot(**kw).data  # type: ignore[arg-type]
 
 
@@ -81,14 +84,15 @@ def test_an_unchanged_screen_is_served_again_and_is_what_a_fresh_capture_gives(
     assert fresh(capturer, fmt=fmt, width=width) == first.data, "byte for byte a fresh capture"
 
 
-def test_a_drawing_is_never_missed(bare: Display, capturer: Capturer) -> None:
+@pytest.mark.parametrize("width", [None, 1280])
+def test_a_drawing_is_never_missed(bare: Display, capturer: Capturer, width: int | None) -> None:
     """Right after another client draws (no waiting for our thread), the next screenshot shows it."""
     for i in range(20):
-        before = capturer.screenshot()
+        before = capturer.screenshot(width=width)
         draw(bare.name, 600 + 10 * i, 0x0000FF if i % 2 else 0xFFFF00)
-        after = capturer.screenshot()
+        after = capturer.screenshot(width=width)
         assert after is not before and after.data != before.data, f"round {i}: a stale frame"
-        assert after.data == fresh(capturer), f"round {i}"
+        assert after.data == fresh(capturer, width=width), f"round {i}"
 
 
 def test_without_damage_tracking_every_screenshot_is_fresh(bare: Display, capturer: Capturer) -> None:
@@ -109,3 +113,37 @@ def test_pointer_moves_alone_keep_the_cache_or_refresh_it_but_never_serve_a_stal
         assert capturer.screenshot().data == fresh(capturer)
     finally:
         d.close()
+
+
+@pytest.mark.parametrize("width", [1366, 1280, 1024])
+def test_a_scaled_frame_after_a_small_change_is_what_resampling_the_whole_frame_gives(
+    bare: Display, capturer: Capturer, width: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    redone: list[tuple[int, int]] = []
+
+    def spy(previous, source, replace, resample):  # type: ignore[no-untyped-def]
+        redone.append(replace)
+        return redo_rows(previous, source, replace, resample)
+
+    monkeypatch.setattr(capture, "redo_rows", spy)
+    capturer.screenshot("png", 80, width)  # kept: the next ones resample the rows that changed
+    for i, x in enumerate((50, 900, 1700)):
+        draw(bare.name, x, 0x203040 * (i + 1))
+        partial = capturer.screenshot("png", 80, width).data
+        capturer._frames.clear()
+        capturer._scaled.clear()
+        assert partial == capturer.screenshot("png", 80, width).data, f"drawing {i}"
+    assert len(redone) == 3 and all(hi - lo < 300 for lo, hi in redone), redone
+
+
+def test_again_serves_only_an_unchanged_frame_and_never_waits(bare: Display, capturer: Capturer) -> None:
+    """What the event loop asks before sending a screenshot to a worker thread."""
+    first = capturer.screenshot(width=1280)
+    assert capturer.again(width=1280) is first
+    assert capturer.again() is None, "never taken at this size"
+    draw(bare.name, 700, 0x445566)
+    assert capturer.again(width=1280) is None, "drawn on since"
+    second = capturer.screenshot(width=1280)
+    with capturer._lock:  # a capture in progress
+        assert capturer.again(width=1280) is None
+    assert capturer.again(width=1280) is second

@@ -14,6 +14,11 @@ import pytest
 from Xlib import XK
 from Xlib import display as xdisplay
 
+from deskpilot.config import DesktopSettings
+from deskpilot.desktop.connections import requirements
+from deskpilot.desktop.watchdog import bounded
+from deskpilot.desktop.x11 import XConnection
+from deskpilot.errors import ActionTimedOut
 from tests.integration.desktop.conftest import Desktop, serve
 from tests.support.xvfb import Display, start_xvfb
 
@@ -139,3 +144,29 @@ def test_a_keymap_without_a_spare_keycode_asks_for_paste_text(bare_display: Disp
             assert r.status_code == 400, r.text
             assert "paste_text" in r.json()["error"], r.text
         desktop.act(action="type_text", text="abc")  # what the layout has still types
+
+
+def test_a_reply_wait_that_spins_is_cut_by_the_watchdog(bare_display: Display) -> None:
+    """The hang once seen in POST /reset: an exception inside python-xlib's receive loop leaves it believing
+    another thread reads, and every later reply wait on that connection spins forever. The watchdog cuts it
+    at its bound and the connection is marked for replacement."""
+    x = XConnection(bare_display.name, requirements(DesktopSettings(display=bare_display.name)))
+    wire = x.display.display
+    parse = wire.parse_response
+
+    def fail_once(request: int) -> bool:
+        wire.parse_response = parse
+        raise RuntimeError("a decode failure inside the receive loop")
+
+    wire.parse_response = fail_once
+    with pytest.raises(RuntimeError):
+        x.pointer()
+    assert wire.recv_active  # left set: no thread will read this connection again
+    started = time.monotonic()
+    with (
+        pytest.raises(ActionTimedOut, match=r"did not answer during the test within 0\.3 s"),
+        bounded(x, 0.3, "during the test"),
+    ):
+        x.release_all()
+    assert time.monotonic() - started < 2 and x.severed
+    x.close()  # does not touch the locks the cut call may hold

@@ -34,18 +34,19 @@ _INPUT = [
     {"action": "paste_text", "text": ""},
     {"action": "application", "application": "desktop"},
 ]
-# the settle and screenshot an input action may ask for (our extension), on every input action
+# the settle and screenshot an input action or a wait may ask for (our extension), on every one of them
+_LOOKS = [*_INPUT, {"action": "wait", "duration": 0}]
 EXAMPLES += [
     {
         **body,
         "settle": {"quietMs": 1, "maxMs": 0},
         "screenshot": {"format": "jpeg", "quality": 50, "width": 320},
     }
-    for body in _INPUT
-] + [{**body, "screenshot": {"scale": 0.25}} for body in _INPUT]
+    for body in _LOOKS
+] + [{**body, "screenshot": {"scale": 0.25}} for body in _LOOKS]
 EXAMPLES += [
     {**body, "screenshot": {"region": {"x": 0, "y": 0, "width": 32, "height": 32}, "compression": 1}}
-    for body in _INPUT
+    for body in _LOOKS
 ]
 # coordinates in an image's pixels (our extension): a 640x400 zoom of a region
 EXAMPLES += [

@@ -7,6 +7,7 @@ from __future__ import annotations
 import filecmp
 import os
 import pwd
+import signal
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from deskpilot.config import DesktopSettings
-from deskpilot.desktop.reset import HOME_DIRS, default_skeleton
+from deskpilot.desktop.reset import HOME_DIRS, X_TIMEOUT_S, default_skeleton
 from tests.integration.desktop.conftest import PROBE, Desktop, XReader, serve
 from tests.support.desktop_files import private_files_dir
 from tests.support.security import BEARER, with_digest
@@ -140,3 +141,24 @@ def test_a_refused_reset_changes_nothing(
     assert body["status"] == status and fragment in body["error"], body
     assert (home / "Documents" / "keep.txt").read_text() == "kept"
     os.unlink(home / "Documents" / "keep.txt")
+
+
+def test_a_display_that_stops_answering_fails_the_reset_in_bounded_time(guarded: Desktop) -> None:
+    """Xvfb stopped (SIGSTOP) with the connection open: the reset's X calls are cut at their bound, a 504
+    says so, and once the server answers again the next reset works on a new connection."""
+    assert reset(guarded, **BEARER)["status"] == 200  # the input connection is open
+    stale = guarded.controller.connections._input.peek()
+    xvfb = guarded.display.xvfb.pid
+    guarded.controller.reset.x_timeout = 0.5
+    os.kill(xvfb, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        body = reset(guarded, **BEARER)
+        took = time.monotonic() - started
+    finally:
+        os.kill(xvfb, signal.SIGCONT)
+        guarded.controller.reset.x_timeout = X_TIMEOUT_S
+    assert body["status"] == 504 and "did not answer during the reset within 0.5 s" in body["error"], body
+    assert took < 2.5, f"the reset took {took:.2f} s"
+    assert reset(guarded, **BEARER)["status"] == 200
+    assert guarded.controller.connections._input.peek() is not stale

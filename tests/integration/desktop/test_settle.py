@@ -73,6 +73,29 @@ def test_a_screenshot_without_settling(desktop: Desktop) -> None:
     assert body["data"]["mediaType"] == "image/jpeg" and "settledMs" not in body
 
 
+def test_a_wait_settles_after_waiting_and_answers_with_the_frame(desktop: Desktop) -> None:
+    started = time.monotonic()
+    body = desktop.act(
+        action="wait", duration=100, settle={"quietMs": 30, "maxMs": 1000}, screenshot={"width": 1280}
+    )
+    took = (time.monotonic() - started) * 1000
+    assert body["settled"] is True and body["settledMs"] >= 30 and took >= 130
+    assert png_size(body["data"]["image"]) == (1280, 720)
+    assert set(body) == {"success", "settled", "settledMs", "data"}
+
+
+def test_a_wait_on_a_changing_screen_settles_at_most_max_ms_after_it(desktop: Desktop, busy: None) -> None:
+    started = time.monotonic()
+    body = desktop.act(action="wait", duration=200, settle={"quietMs": 100, "maxMs": 300})
+    took = (time.monotonic() - started) * 1000
+    assert body["settled"] is False and 300 <= body["settledMs"] < 600 and took >= 500
+
+
+def test_a_wait_takes_no_evidence_and_no_space(desktop: Desktop) -> None:
+    # not input actions: the fields are ignored (as unknown fields are), the answer is the spec's
+    assert desktop.act(action="wait", duration=0, evidence=True, space={"width": 1280}) == {"success": True}
+
+
 @pytest.mark.parametrize(
     "extra",
     [
@@ -85,7 +108,8 @@ def test_a_screenshot_without_settling(desktop: Desktop) -> None:
         {"screenshot": "yes"},
     ],
 )
-def test_bad_options_are_a_400_before_acting(desktop: Desktop, extra: dict) -> None:
-    r = desktop.post(**CLICK, **extra)
+@pytest.mark.parametrize("action", [CLICK, {"action": "wait", "duration": 10}])
+def test_bad_options_are_a_400_before_acting(desktop: Desktop, action: dict, extra: dict) -> None:
+    r = desktop.post(**action, **extra)
     assert r.status_code == 400, r.text
     assert r.json()["success"] is False
