@@ -7,7 +7,9 @@ coordinates are in, so it replays as it was given), its outcome, and the frames 
 
 This builds it from the task's conversation, where the agent keeps each ``computer_*`` call and the settled
 frame it got back, so the agent's steps are recorded at no cost on the hot path. Actions that point into a
-zoom (``inZoom``) carry no ``space`` to replay them in and are marked ``"replay": false``.
+zoom (``inZoom``) carry no ``space`` to replay them in and are marked ``"replay": false``. The file actions
+(``write_file``, ``read_file``) are steps too, without a frame: an image that ``read_file`` returned is the
+file's, not the screen's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import orjson
 
 from deskpilot.computer.geometry import SCREEN, png_size
-from deskpilot.computer.tools import PREFIX
+from deskpilot.computer.tools import CHANGES_SCREEN, PREFIX
 from deskpilot.tasks.models import Message, Task
 from deskpilot.tasks.schemas import iso
 
@@ -42,6 +44,12 @@ def _frame(blocks: list[dict[str, Any]]) -> bytes | None:
 
 def _text(blocks: list[dict[str, Any]]) -> str:
     return " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+
+
+def _shows_screen(tool: str) -> bool:
+    """Whether the tool's result carries a frame of the screen (an input action's, or a screenshot)."""
+    name = tool.removeprefix(PREFIX)
+    return name in CHANGES_SCREEN or name == "screenshot"
 
 
 def _action(name: str, args: dict[str, Any], frame: bytes | None) -> tuple[dict[str, Any], bool]:
@@ -96,7 +104,7 @@ def trajectory(task: Task, messages: list[Message]) -> bytes:
                 name, args, when = calls.pop(str(block["tool_use_id"]))
                 raw = block.get("content")
                 content: list[dict[str, Any]] = raw if isinstance(raw, list) else []
-                png = _frame(content)
+                png = _frame(content) if _shows_screen(name) else None
                 action, replayable = _action(name, args, png)
                 after = writer.frame(png)
                 steps += 1

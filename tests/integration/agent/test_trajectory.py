@@ -26,6 +26,7 @@ def recorded(agent: Agent, scripted_llm: ScriptedModel, tmp_path: Path) -> Path:
         [
             tool("computer_move_mouse", coordinates={"x": 1200, "y": 700}),
             tool("computer_wait", duration=50),
+            tool("computer_type_keys", keys=["no-such-key"]),  # refused: replays as a refusal
             tool("computer_scroll", coordinates={"x": 1250, "y": 710}, direction="down", scrollCount=1),
             tool("zoom", x=0, y=0, width=320, height=180),
             tool("computer_move_mouse", coordinates={"x": 10, "y": 10}, inZoom=True),
@@ -53,20 +54,22 @@ def test_a_recorded_task_downloads_and_replays_on_the_desktop(
     archive = recorded(agent, scripted_llm, tmp_path)
     with zipfile.ZipFile(archive) as z:
         header, *steps = [orjson.loads(line) for line in z.read("trajectory.jsonl").splitlines()]
-        assert header["format"] == "deskpilot-trajectory/1" and header["steps"] == 4 == len(steps)
-        assert [s["action"]["action"] for s in steps] == ["move_mouse", "wait", "scroll", "move_mouse"]
+        assert header["format"] == "deskpilot-trajectory/1" and header["steps"] == 5 == len(steps)
+        names = [s["action"]["action"] for s in steps]
+        assert names == ["move_mouse", "wait", "type_keys", "scroll", "move_mouse"]
+        assert steps[2]["outcome"]["error"] is True
         first = steps[0]
         assert first["actor"] == "agent" and first["action"]["space"] == {"width": 1280}
         assert first["action"]["coordinates"] == {"x": 1200, "y": 700} and first["frameBefore"] is None
         assert steps[1]["frameBefore"] == first["frameAfter"]
-        assert steps[3]["replay"] is False and "space" not in steps[3]["action"]  # pointed into a zoom
+        assert steps[4]["replay"] is False and "space" not in steps[4]["action"]  # pointed into a zoom
         frame = Image.open(io.BytesIO(z.read(f"frames/{first['frameAfter']}.png")))
         assert frame.size == (1280, 720)
         assert len([n for n in z.namelist() if n.startswith("frames/")]) <= len(steps)  # each frame once
 
     # the same desktop, unchanged: every frame matches
     assert main(["replay", str(archive), "--url", desktop_url]) == 0
-    assert "3 of 4 steps replayed (1 skipped)" in capsys.readouterr().out
+    assert "4 of 5 steps replayed (1 skipped)" in capsys.readouterr().out
 
     # a window over the desktop: the first step diverges, with its frames written out
     window = subprocess.Popen(["xterm", "-geometry", "120x40+200+150", "-bg", "red"], env=loop_display.env)
