@@ -97,3 +97,46 @@ def test_an_unknown_task_or_archive_is_a_clear_error(
     bad.write_bytes(b"not a zip")
     assert main(["replay", str(bad), "--url", "http://127.0.0.1:9"]) == 2
     assert "bad.zip" in capsys.readouterr().err
+
+
+def test_the_trajectory_comes_with_an_mp4_of_its_frames_on_request(
+    agent: Agent, scripted_llm: ScriptedModel, tmp_path: Path
+) -> None:
+    scripted_llm.play(
+        [
+            tool("computer_move_mouse", coordinates={"x": 100, "y": 100}),
+            tool("computer_write_file", path=f"{tmp_path.name}.txt", data="aGkK"),  # a step with no frame
+            tool("computer_move_mouse", coordinates={"x": 300, "y": 200}),
+            tool("computer_move_mouse", coordinates={"x": 500, "y": 300}),
+            tool("set_task_status", status="completed", description="moved"),
+        ]
+    )
+    task = agent.wait(agent.create("Move the pointer, with a video")["id"])
+    r = agent.client.get(f"/tasks/{task['id']}/trajectory", params={"video": "true"})
+    assert r.status_code == 200, r.text
+    with zipfile.ZipFile(io.BytesIO(r.content)) as z:
+        steps = [orjson.loads(line) for line in z.read("trajectory.jsonl").splitlines()][1:]
+        (tmp_path / "run.mp4").write_bytes(z.read("trajectory.mp4"))
+    framed = [s for s in steps if s["frameAfter"]]
+    assert len(steps) == 4 and len(framed) == 3
+    fields = "stream=codec_name,width,height,nb_read_frames"
+    command = ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-of", "json"]
+    probe = subprocess.run(
+        [*command, "-show_entries", fields, str(tmp_path / "run.mp4")], capture_output=True, check=True
+    )
+    stream = orjson.loads(probe.stdout)["streams"][0]
+    assert stream == {"codec_name": "h264", "width": 1280, "height": 720, "nb_read_frames": "3"}
+    # without ?video the archive has no video; a bad value is a 400; no ffmpeg is a clear 501
+    plain = agent.client.get(f"/tasks/{task['id']}/trajectory")
+    assert "trajectory.mp4" not in zipfile.ZipFile(io.BytesIO(plain.content)).namelist()
+    bad = agent.client.get(f"/tasks/{task['id']}/trajectory", params={"video": "maybe"})
+    assert bad.status_code == 400 and bad.json()["message"].startswith("video"), bad.text
+    agent.settings.tasks.trajectory_ffmpeg = "no-such-ffmpeg"
+    missing = agent.client.get(f"/tasks/{task['id']}/trajectory", params={"video": "1"})
+    assert missing.status_code == 501, missing.text
+    assert missing.json() == {
+        "statusCode": 501,
+        "message": missing.json()["message"],
+        "error": "Not Implemented",
+    }
+    assert "ffmpeg" in missing.json()["message"] and "AGENT_TRAJECTORY_FFMPEG" in missing.json()["message"]
