@@ -138,6 +138,12 @@ class PayloadTooLarge(AgentError):
     status = 413
 
 
+class TrajectoryExpired(AgentError):
+    """The task's trajectory is past its retention (``AGENT_TRAJECTORY_RETENTION_DAYS``)."""
+
+    status = 410
+
+
 class VideoUnavailable(AgentError):
     """The service cannot make a video here: ffmpeg is not installed (or not where it was told)."""
 

@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from deskpilot.errors import BadRequest
 from deskpilot.tasks.deps import Service
+from deskpilot.tasks.retention import check_served
 from deskpilot.tasks.schemas import ErrorOut, TaskPatch, task_detail_json, task_json
 from deskpilot.tasks.trajectory import trajectory
 from deskpilot.tasks.types import ModelOut, TaskDetail, TaskOut, TaskStatus
@@ -125,6 +126,7 @@ async def get_task(task_id: str, service: Service) -> Response:
 TRAJECTORY_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
     200: {"content": {"application/zip": {}}, "description": "the archive"},
+    410: {"model": ErrorOut, "description": "past AGENT_TRAJECTORY_RETENTION_DAYS: neither kept nor served"},
     501: {"model": ErrorOut, "description": "video asked for, and no ffmpeg where the service runs"},
     503: {"model": ErrorOut, "description": "the video took longer than AGENT_TRAJECTORY_VIDEO_TIMEOUT"},
 }
@@ -138,9 +140,11 @@ async def get_trajectory(
 ) -> Response:
     """The task's trajectory as a zip: ``trajectory.jsonl`` (its steps: actor, action, outcome, frames) and
     the frames as PNG, for ``deskpilot replay``; with ``video=true`` also ``trajectory.mp4``, one frame per
-    step (docs/evaluation.md)."""
+    step. At most ``AGENT_TRAJECTORY_MAX_BYTES`` (its header's ``truncated`` says what was left out); 410 past
+    ``AGENT_TRAJECTORY_RETENTION_DAYS`` (docs/evaluation.md)."""
     task, messages, _ = await service.store.get_task_detail(task_id)
-    archive = await asyncio.to_thread(trajectory, task, messages)
+    check_served(task, service.settings.trajectory_retention_days)
+    archive = await asyncio.to_thread(trajectory, task, messages, service.settings.trajectory_max_bytes)
     if video:
         archive = await asyncio.to_thread(with_video, archive, service.settings)
     name = f"trajectory-{task.id}.zip"
