@@ -33,6 +33,8 @@ WORKDIR /opt/deskpilot
 # layer does not depend on it).
 COPY scripts/image-dpkg-excludes /etc/dpkg/dpkg.cfg.d/deskpilot-image
 COPY scripts/with-build-ca.sh scripts/install-system.sh scripts/
+# --build-arg DESKPILOT_VIDEO=1: ffmpeg too (~150 MB), for a trajectory's MP4 (docs/operations.md)
+ARG DESKPILOT_VIDEO=0
 RUN --mount=type=secret,id=build-ca mkdir -p rootfs/home \
  && scripts/with-build-ca.sh scripts/install-system.sh \
  && rm -rf /var/lib/apt/lists/* rootfs

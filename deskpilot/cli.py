@@ -1,11 +1,14 @@
 """``deskpilot``: the command line of the package's tools.
 
     deskpilot eval SUITE [--model M] [--url URL [--agent-url URL] [--token T] | --image TAG] [--out DIR]
+                   [--save-trajectories DIR | --replay DIR]
     deskpilot replay TRAJECTORY --url URL [--token T] [--tolerance 0.02] [--out DIR]
 
 ``eval`` scores a model on a suite of task files (docs/evaluation.md): against the appliance at ``--url``,
 or a private sandbox (native, or from ``--image``) started for the run and stopped after it. It exits 0
-when every task passed, 1 when some failed, 2 on bad usage or an unreadable suite.
+when every task passed, 1 when some failed, 2 on bad usage or an unreadable suite. ``--save-trajectories``
+downloads each task's trajectory as ``DIR/<task id>.zip``; ``--replay DIR`` replays those instead of running a
+model, and the same checks score the suite.
 
 ``replay`` sends a task's recorded actions (``GET /tasks/{id}/trajectory``) to the desktop service at
 ``--url`` and compares each settled frame with the recorded one (``deskpilot.client.replay``). It exits 0 when
@@ -21,6 +24,8 @@ import sys
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+
+import httpx
 
 from deskpilot.client.replay import replay
 from deskpilot.client.sandboxes import ApplianceError, sandbox
@@ -42,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--token", help="its token (default: $DESKPILOT_TOKEN)")
     ev.add_argument("--image", help="run a private sandbox from this image instead of natively")
     ev.add_argument("--out", type=Path, default=Path("eval-report"), help="where the reports go")
+    mode = ev.add_mutually_exclusive_group()
+    mode.add_argument("--save-trajectories", type=Path, metavar="DIR", help="save each task's as DIR/ID.zip")
+    mode.add_argument("--replay", type=Path, metavar="DIR", help="replay DIR/ID.zip instead of a model")
     rp = commands.add_parser("replay", help="replay a task's trajectory on a desktop, checking every frame")
     rp.add_argument("trajectory", type=Path, help="a zip of GET /tasks/{id}/trajectory")
     rp.add_argument("--url", required=True, help="the desktop service to replay on")
@@ -83,8 +91,9 @@ def eval_command(args: argparse.Namespace) -> int:
         return 2
     try:
         with sandbox(url=args.url, agent_url=args.agent_url, token=args.token, image=args.image) as box:
-            result = run_suite(args.suite.name, tasks, box, args.model)
-    except ApplianceError as exc:
+            out, save = (args.out / "replay" if args.replay else None), args.save_trajectories
+            result = run_suite(args.suite.name, tasks, box, args.model, args.replay, out, save)
+    except (ApplianceError, httpx.HTTPError, OSError) as exc:
         print(f"deskpilot eval: {exc}", file=sys.stderr)
         return 2
     for path in write_reports(result, args.out):

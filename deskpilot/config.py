@@ -147,6 +147,15 @@ class TaskSettings(BaseSettings):
     desktop_name: str = Field(default="", pattern=rf"{DESKTOP_NAME_PATTERN}|^$")
     desktop_labels: Annotated[list[str], NoDecode] = []
     desktop_fleet_url: str = ""
+    # Trajectories (GET /tasks/{id}/trajectory): the ffmpeg that makes its MP4 on request (?video=true), the
+    # video's frames per second (one frame per step), and the longest an encode may take.
+    trajectory_ffmpeg: str = "ffmpeg"
+    trajectory_video_fps: float = Field(default=2.0, gt=0, le=60)
+    trajectory_video_timeout: float = Field(default=120.0, gt=0)
+    # The archive's cap (frames and step lines; beyond it the trajectory says it is truncated), and how long a
+    # finished task's trajectory is kept: days after its last change; 0 keeps it as long as the task.
+    trajectory_max_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
+    trajectory_retention_days: float = Field(default=0.0, ge=0)
 
     @field_validator("desktop_labels", mode="before")
     @classmethod

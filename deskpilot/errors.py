@@ -138,6 +138,24 @@ class PayloadTooLarge(AgentError):
     status = 413
 
 
+class TrajectoryExpired(AgentError):
+    """The task's trajectory is past its retention (``AGENT_TRAJECTORY_RETENTION_DAYS``)."""
+
+    status = 410
+
+
+class VideoUnavailable(AgentError):
+    """The service cannot make a video here: ffmpeg is not installed (or not where it was told)."""
+
+    status = 501
+
+
+class VideoTimedOut(AgentError):
+    """Encoding a trajectory's video took longer than its time limit."""
+
+    status = 503
+
+
 class UpstreamUnavailable(AgentError):
     """A service the agent depends on (the LLM proxy) did not answer."""
 

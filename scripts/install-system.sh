@@ -8,6 +8,8 @@
 #                                      Node.js for Helm and the TypeScript MCP client)
 #   scripts/install-system.sh --python only the interpreter the venv is built from, and `strip` (the image's
 #                                      Python stage)
+# DESKPILOT_VIDEO=1 adds ffmpeg (~150 MB) to the runtime packages, for GET /tasks/{id}/trajectory?video=true;
+# --test always has it.
 set -euo pipefail
 
 DESKTOP_USER=${DESKTOP_USER:-user}
@@ -29,7 +31,9 @@ python_packages=(python3 python3-venv ca-certificates)
 test_packages=(
   chromium postgresql shellcheck xterm x11-utils x11-xserver-utils python3-tk desktop-file-utils libglib2.0-bin
   scrot imagemagick  # bench/peers.py: the screenshot commands of Anthropic's reference demo
+  ffmpeg  # GET /tasks/{id}/trajectory?video=true, which the image has only with DESKPILOT_VIDEO=1
 )
+if [[ "${DESKPILOT_VIDEO:-0}" == 1 ]]; then runtime_packages+=(ffmpeg); fi
 
 packages=("${python_packages[@]}")
 if [[ "${1:-}" == --python ]]; then packages+=(binutils); else packages+=("${runtime_packages[@]}"); fi

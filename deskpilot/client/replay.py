@@ -7,7 +7,8 @@ recorded frame, the new one and a diff image (the differing pixels in red over a
 
 Frames are compared at the recorded size: the share of pixels whose colour moved by more than ``THRESHOLD``
 levels in any channel must stay within ``tolerance`` (2 % by default: a clock or a blinking cursor moves
-far fewer). Needs only the client (``pip install "deskpilot[client]"``: httpx and Pillow).
+far fewer). A step whose recorded outcome was an error (a request the desktop refused) passes when the desktop
+refuses it again. Needs only the client (``pip install "deskpilot[client]"``: httpx and Pillow).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import orjson
 from PIL import Image, ImageChops
 
 from deskpilot.computer.actions import OBSERVED_ACTIONS
-from deskpilot.computer.client import Desktop
+from deskpilot.computer.client import Desktop, DesktopClientError
 
 THRESHOLD = 32  # levels of 255: smaller moves are antialiasing, not a different screen
 
@@ -43,7 +44,8 @@ class ReplayResult:
     replayed: int
     skipped: int
     seconds: float
-    divergence: Divergence | None = None
+    divergence: Divergence | None = None  # the first step that diverged
+    diverged: int = 0  # how many steps diverged (more than one only with ``keep_going``)
 
     @property
     def passed(self) -> bool:
@@ -91,32 +93,61 @@ def run_step(desktop: Desktop, step: dict[str, Any], size: tuple[int, int] | Non
     return _frame_of(desktop.action(name, **action))
 
 
-def replay(archive: Path, desktop: Desktop, tolerance: float = 0.02, out: Path | None = None) -> ReplayResult:
-    """Replay ``archive`` on ``desktop``; stops at the first divergence, whose frames go to ``out``."""
+def _replay_step(desktop: Desktop, step: dict[str, Any], expected: Image.Image | None) -> Image.Image | None:
+    """The step's frame; a refusal (4xx) is what a step recorded as an error should get again."""
+    try:
+        return run_step(desktop, step, expected.size if expected else None)
+    except DesktopClientError as exc:
+        if (step.get("outcome") or {}).get("error") and 400 <= exc.status < 500:
+            return None
+        raise
+
+
+def _write_divergence(
+    step: dict[str, Any], expected: Image.Image, got: Image.Image, share: float, out: Path | None
+) -> Divergence:
+    folder = out or Path(f"replay-step-{step['step']}")
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [folder / f"step-{step['step']}-{kind}.png" for kind in ("recorded", "replayed", "diff")]
+    expected.save(files[0])
+    got.save(files[1])
+    diff_image(expected, got).save(files[2])
+    return Divergence(step["step"], step["action"], share, files)
+
+
+def replay(
+    archive: Path,
+    desktop: Desktop,
+    tolerance: float = 0.02,
+    out: Path | None = None,
+    keep_going: bool = False,
+) -> ReplayResult:
+    """Replay ``archive`` on ``desktop``; stops at the first divergence, whose frames go to ``out``, unless
+    ``keep_going`` (then every step is sent, the first divergence is the one reported, and its frames are
+    written only to an ``out`` given)."""
     started = time.monotonic()
     _, steps, z = load(archive)
-    replayed = skipped = 0
+    result = ReplayResult(len(steps), 0, 0, 0.0)
     with z:
         for step in steps:
             if not step.get("replay", True):
-                skipped += 1
+                result.skipped += 1
                 continue
             recorded = step.get("frameAfter")
             expected = Image.open(io.BytesIO(z.read(f"frames/{recorded}.png"))) if recorded else None
-            got = run_step(desktop, step, expected.size if expected else None)
-            replayed += 1
+            got = _replay_step(desktop, step, expected)
+            result.replayed += 1
             if expected is None or got is None:
                 continue
             share = changed_share(expected, got)
-            if share > tolerance:
-                folder = out or Path(f"replay-step-{step['step']}")
-                folder.mkdir(parents=True, exist_ok=True)
-                files = [
-                    folder / f"step-{step['step']}-{kind}.png" for kind in ("recorded", "replayed", "diff")
-                ]
-                expected.save(files[0])
-                got.save(files[1])
-                diff_image(expected, got).save(files[2])
-                divergence = Divergence(step["step"], step["action"], share, files)
-                return ReplayResult(len(steps), replayed, skipped, time.monotonic() - started, divergence)
-    return ReplayResult(len(steps), replayed, skipped, time.monotonic() - started)
+            if share <= tolerance:
+                continue
+            result.diverged += 1
+            if result.divergence is None and (out or not keep_going):
+                result.divergence = _write_divergence(step, expected, got, share, out)
+            elif result.divergence is None:  # nowhere asked to write its frames
+                result.divergence = Divergence(step["step"], step["action"], share, [])
+            if not keep_going:
+                break
+    result.seconds = time.monotonic() - started
+    return result

@@ -27,6 +27,7 @@ def as_json(result: SuiteResult) -> dict[str, object]:
     return {
         "suite": result.suite,
         "model": result.model,
+        "replay": result.replay,
         "started": result.started,
         "passed": result.passed,
         "total": len(result.results),
@@ -35,16 +36,25 @@ def as_json(result: SuiteResult) -> dict[str, object]:
     }
 
 
+def _what_ran(result: SuiteResult) -> str:
+    """Who acted: the model, or (a replay) the trajectories, with no model."""
+    if result.replay is not None:
+        return f"Replay of the trajectories in `{result.replay}` (no model), started {result.started}."
+    return f"Model `{result.model or 'default'}`, started {result.started}."
+
+
 def _why(r: TaskResult) -> str:
     failed = [f"{c.check}: {c.detail}" for c in r.checks if not c.passed]
-    return "; ".join(([r.error] if r.error else []) + failed)
+    first = (r.replay or {}).get("firstDivergence")
+    diverged = [f"frames diverged from step {first['step']}"] if isinstance(first, dict) else []
+    return "; ".join(([r.error] if r.error else []) + failed + diverged)
 
 
 def markdown(result: SuiteResult) -> str:
     lines = [
         f"# {result.suite}: {result.passed}/{len(result.results)} passed ({result.score:.0%})",
         "",
-        f"Model `{result.model or 'default'}`, started {result.started}.",
+        _what_ran(result),
         "",
         "| task | result | status | time | steps | why | trajectory |",
         "|---|---|---|---|---|---|---|",
@@ -75,8 +85,7 @@ def html(result: SuiteResult) -> str:
         "<style>body{font:14px system-ui;margin:2em}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
         "tr.pass td:nth-child(2){color:#080}tr.fail td:nth-child(2){color:#b00;font-weight:bold}</style>"
-        f"<h1>{escape(title)}</h1><p>Model <code>{escape(result.model or 'default')}</code>, "
-        f"started {escape(result.started)}.</p>"
+        f"<h1>{escape(title)}</h1><p>{escape(_what_ran(result)).replace('`', '')}</p>"
         "<table><tr><th>task</th><th>result</th><th>status</th><th>time</th><th>steps</th><th>why</th>"
         f"<th>trajectory</th></tr>{rows}</table>\n"
     )

@@ -1,14 +1,21 @@
 """Running a suite: each task on a clean desktop (``Sandbox.reset()``), its setup, the task through the task
-API with the model under test, its checks, and what it cost (time, steps)."""
+API with the model under test, its checks, and what it cost (time, steps).
+
+In replay mode (``replay=DIR``) no model runs: after the setup, the task's trajectory ``DIR/<task id>.zip``
+(``GET /tasks/{id}/trajectory`` of an earlier run, saved by ``run_suite(..., save=DIR)``) is replayed on
+the desktop, every step sent and its frame compared, and then the same checks decide."""
 
 from __future__ import annotations
 
 import time
+import zipfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 
+from deskpilot.client.replay import ReplayResult, replay
 from deskpilot.client.sandboxes import Sandbox
 from deskpilot.errors import ClientError
 from deskpilot.evaluation.checks import (
@@ -36,6 +43,7 @@ class TaskResult:
     task_id: str | None = None
     error: str = ""
     trajectory: str | None = None  # where the task's history downloads, when the service offers it
+    replay: dict[str, object] | None = None  # in replay mode: the archive, its steps, the first divergence
 
 
 @dataclass
@@ -44,6 +52,7 @@ class SuiteResult:
     model: str | None
     started: str
     results: list[TaskResult]
+    replay: str | None = None  # the folder of trajectories replayed instead of a model
 
     @property
     def passed(self) -> int:
@@ -54,10 +63,43 @@ class SuiteResult:
         return self.passed / len(self.results) if self.results else 0.0
 
 
-def run_suite(name: str, tasks: list[EvalTask], box: Sandbox, model: str | None) -> SuiteResult:
+def run_suite(
+    name: str,
+    tasks: list[EvalTask],
+    box: Sandbox,
+    model: str | None,
+    replay: Path | None = None,
+    out: Path | None = None,
+    save: Path | None = None,
+) -> SuiteResult:
+    """Each task with ``model``, its trajectory saved as ``save/<task id>.zip`` (before the next task's
+    reset deletes it); or (``replay``) each by replaying ``replay/<task id>.zip``, a replay's diverging
+    frames going to ``out/<task id>/``."""
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    links = offers_trajectories(box)
-    return SuiteResult(name, model, started, [run_task(task, box, model, links) for task in tasks])
+    if replay is not None:
+        results = [replay_task(task, box, replay, out / task.id if out else None) for task in tasks]
+        return SuiteResult(name, None, started, results, replay=str(replay))
+    links = offers_trajectories(box) or save is not None
+    results = []
+    for task in tasks:
+        results.append(run_task(task, box, model, links))
+        if save is not None:
+            save_trajectory(results[-1], box, save)
+    return SuiteResult(name, model, started, results)
+
+
+def save_trajectory(result: TaskResult, box: Sandbox, folder: Path) -> Path | None:
+    """The task's trajectory downloaded to ``folder/<task id>.zip``, ready for a replay run."""
+    if not result.trajectory:
+        return None
+    headers = {"Authorization": f"Bearer {box.token}"} if box.token else {}
+    response = httpx.get(result.trajectory, headers=headers, timeout=120)
+    if response.status_code != 200:
+        result.error = "; ".join(filter(None, [result.error, f"trajectory: {response.status_code}"]))
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{result.id}.zip").write_bytes(response.content)
+    return folder / f"{result.id}.zip"
 
 
 def offers_trajectories(box: Sandbox) -> bool:
@@ -95,6 +137,41 @@ def run_task(task: EvalTask, box: Sandbox, model: str | None, links: bool = Fals
     if links and result.task_id:
         result.trajectory = box.agent_url + TRAJECTORY.replace("{task_id}", result.task_id)
     return result
+
+
+def replay_task(task: EvalTask, box: Sandbox, folder: Path, out: Path | None = None) -> TaskResult:
+    """Reset, set up, replay the task's trajectory from ``folder``, check: the model is not asked."""
+    started = time.monotonic()
+    result = TaskResult(task.id, task.instruction, False, "ERROR", 0.0, 0)
+    archive = folder / f"{task.id}.zip"
+    try:
+        if not archive.is_file():
+            raise ClientError(f"no trajectory {archive} to replay")
+        box.reset()
+        _set_up(task, box)
+        replayed = replay(archive, box.desktop, out=out, keep_going=True)
+        result.status, result.steps = "REPLAYED", replayed.replayed
+        result.replay = _replay_summary(replayed, archive)
+        result.checks = [run_check(check, box.desktop) for check in task.checks]
+        result.passed = all(c.passed for c in result.checks)
+    except SetupFailed as exc:
+        result.status, result.error = "SETUP_FAILED", str(exc)
+    except (ClientError, OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        result.error = f"replay: {exc}"
+    result.seconds = round(time.monotonic() - started, 2)
+    return result
+
+
+def _replay_summary(replayed: ReplayResult, archive: Path) -> dict[str, object]:
+    first = replayed.divergence
+    return {
+        "archive": str(archive),
+        "steps": replayed.steps,
+        "replayed": replayed.replayed,
+        "skipped": replayed.skipped,
+        "diverged": replayed.diverged,
+        "firstDivergence": first and {"step": first.step, "changed": round(first.changed, 4)},
+    }
 
 
 def _set_up(task: EvalTask, box: Sandbox) -> None:

@@ -25,6 +25,7 @@ from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.executor import Executor, load_executor
 from deskpilot.tasks.fanout import Fanout
 from deskpilot.tasks.handlers import install_error_handlers, refusal
+from deskpilot.tasks.retention import sweep_forever
 from deskpilot.tasks.routes import desktops, events, health, messages, tasks
 from deskpilot.tasks.schemas import TaskCreate
 from deskpilot.tasks.service import TaskService
@@ -68,9 +69,15 @@ def create_app(
         if worker is not None:
             await worker.start()
         app.state.tasks = TaskService(settings, store, hub, client, worker, run, Registry(store))
+        days = settings.trajectory_retention_days
+        sweeping = asyncio.create_task(sweep_forever(store, days), name="retention") if days > 0 else None
         try:
             yield
         finally:
+            if sweeping is not None:
+                sweeping.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeping
             if warming is not None:
                 warming.cancel()
             if worker is not None:

@@ -80,6 +80,8 @@ class Task(Base):
     desktop_label: Mapped[str | None] = mapped_column(String(63))
     # The desktop that runs (or last ran) the task, set at each claim.
     executed_on: Mapped[str | None] = mapped_column(String(63))
+    # When the frames of its conversation were dropped, its trajectory past retention (tasks/retention.py).
+    frames_dropped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     messages: Mapped[list[Message]] = relationship(
         back_populates="task",

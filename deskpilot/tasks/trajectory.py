@@ -7,7 +7,9 @@ coordinates are in, so it replays as it was given), its outcome, and the frames 
 
 This builds it from the task's conversation, where the agent keeps each ``computer_*`` call and the settled
 frame it got back, so the agent's steps are recorded at no cost on the hot path. Actions that point into a
-zoom (``inZoom``) carry no ``space`` to replay them in and are marked ``"replay": false``.
+zoom (``inZoom``) carry no ``space`` to replay them in and are marked ``"replay": false``. The file actions
+(``write_file``, ``read_file``) are steps too, without a frame: an image that ``read_file`` returned is the
+file's, not the screen's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 import orjson
 
 from deskpilot.computer.geometry import SCREEN, png_size
-from deskpilot.computer.tools import PREFIX
+from deskpilot.computer.tools import CHANGES_SCREEN, PREFIX
 from deskpilot.tasks.models import Message, Task
 from deskpilot.tasks.schemas import iso
 
@@ -44,6 +46,12 @@ def _text(blocks: list[dict[str, Any]]) -> str:
     return " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
 
 
+def _shows_screen(tool: str) -> bool:
+    """Whether the tool's result carries a frame of the screen (an input action's, or a screenshot)."""
+    name = tool.removeprefix(PREFIX)
+    return name in CHANGES_SCREEN or name == "screenshot"
+
+
 def _action(name: str, args: dict[str, Any], frame: bytes | None) -> tuple[dict[str, Any], bool]:
     """The request the agent's call became, and whether it can be replayed as it is."""
     action: dict[str, Any] = {"action": name.removeprefix(PREFIX), **args}
@@ -55,22 +63,60 @@ def _action(name: str, args: dict[str, Any], frame: bytes | None) -> tuple[dict[
 
 
 class TrajectoryWriter:
-    """The archive, in memory: frames by content, steps in order."""
+    """The archive, in memory: frames by content, steps in order, within ``max_bytes`` (frames and step lines
+    together). A frame that would pass the cap is left out, and every later one (their steps keep
+    ``frameAfter: null``, replayed without a comparison); a step line that would pass it ends the archive.
+    ``truncated`` says so in the header."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int | None = None) -> None:
         self.buffer = io.BytesIO()
         self.zip = zipfile.ZipFile(self.buffer, "w", zipfile.ZIP_STORED)  # PNGs do not compress further
         self.frames: set[str] = set()
         self.lines: list[bytes] = []
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.frames_left_out = 0
+        self.steps_left_out = 0
+        self.truncated_at: int | None = None  # the first step that lost its frame or was left out
 
-    def frame(self, png: bytes | None) -> str | None:
+    def _fits(self, more: int, step: int) -> bool:
+        if self.truncated_at is None and (self.max_bytes is None or self.size + more <= self.max_bytes):
+            self.size += more
+            return True
+        self.truncated_at = self.truncated_at or step
+        return False
+
+    def frame(self, png: bytes | None, step: int = 0) -> str | None:
         if png is None:
             return None
         name = hashlib.sha256(png).hexdigest()[:32]
         if name not in self.frames:
+            if not self._fits(len(png), step):
+                self.frames_left_out += 1
+                return None
             self.frames.add(name)
             self.zip.writestr(f"frames/{name}.png", png)
         return name
+
+    def step(self, line: bytes, step: int) -> bool:
+        """Add a step's line; False once the archive is full (the step and every later one left out)."""
+        if self.steps_left_out or (self.max_bytes is not None and self.size + len(line) > self.max_bytes):
+            self.steps_left_out += 1
+            self.truncated_at = self.truncated_at or step
+            return False
+        self.size += len(line)
+        self.lines.append(line)
+        return True
+
+    def truncation(self) -> dict[str, int] | None:
+        if self.truncated_at is None:
+            return None
+        return {
+            "atStep": self.truncated_at,
+            "maxBytes": self.max_bytes or 0,
+            "framesLeftOut": self.frames_left_out,
+            "stepsLeftOut": self.steps_left_out,
+        }
 
     def close(self, header: dict[str, Any]) -> bytes:
         self.zip.writestr("trajectory.jsonl", b"\n".join([orjson.dumps(header), *self.lines]) + b"\n")
@@ -78,9 +124,9 @@ class TrajectoryWriter:
         return self.buffer.getvalue()
 
 
-def trajectory(task: Task, messages: list[Message]) -> bytes:
-    """The zip of ``task``'s trajectory from its conversation (oldest message first)."""
-    writer = TrajectoryWriter()
+def trajectory(task: Task, messages: list[Message], max_bytes: int | None = None) -> bytes:
+    """The zip of ``task``'s trajectory from its conversation (oldest message first), within ``max_bytes``."""
+    writer = TrajectoryWriter(max_bytes)
     calls: dict[str, tuple[str, dict[str, Any], str]] = {}  # tool_use id -> (name, args, time)
     before: str | None = None
     steps = 0
@@ -96,12 +142,11 @@ def trajectory(task: Task, messages: list[Message]) -> bytes:
                 name, args, when = calls.pop(str(block["tool_use_id"]))
                 raw = block.get("content")
                 content: list[dict[str, Any]] = raw if isinstance(raw, list) else []
-                png = _frame(content)
+                png = _frame(content) if _shows_screen(name) else None
                 action, replayable = _action(name, args, png)
-                after = writer.frame(png)
-                steps += 1
+                after = writer.frame(png, steps + 1)
                 step = {
-                    "step": steps,
+                    "step": steps + 1,
                     "time": when,
                     "actor": "agent",
                     "action": action,
@@ -110,12 +155,14 @@ def trajectory(task: Task, messages: list[Message]) -> bytes:
                     "frameAfter": after,
                     "replay": replayable,
                 }
-                writer.lines.append(orjson.dumps(step))
+                if writer.step(orjson.dumps(step), steps + 1):
+                    steps += 1
                 before = after or before
     header = {
         "format": FORMAT,
         "task": {"id": task.id, "description": task.description, "status": task.status},
         "screen": {"width": SCREEN.width, "height": SCREEN.height},
         "steps": steps,
+        "truncated": writer.truncation(),
     }
     return writer.close(header)

@@ -70,6 +70,10 @@ class AgentClient:
         total = int(response.headers.get("x-total-count", len(tasks)))
         return tasks, total
 
+    async def trajectory(self, task_id: str) -> bytes:
+        """The task's trajectory archive (a zip)."""
+        return (await self._get(f"/tasks/{quote(task_id, safe='')}/trajectory")).content
+
     async def get_task(self, task_id: str) -> dict[str, Any]:
         task: dict[str, Any] = (await self._get(f"/tasks/{quote(task_id, safe='')}")).json()
         return task

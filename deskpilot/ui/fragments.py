@@ -14,6 +14,7 @@ from deskpilot.errors import agent_error_body
 from deskpilot.ui.agent import AgentFailed, AgentUnavailable
 from deskpilot.ui.deps import Agent, Directory, Settings
 from deskpilot.ui.render import fleet, render, task_list, task_state
+from deskpilot.ui.steps import steps_view
 
 router = APIRouter(prefix="/fragments")
 
@@ -30,6 +31,12 @@ async def task_rows(
 async def message_items(request: Request, task_id: str, agent: Agent, offset: int = 0) -> HTMLResponse:
     messages = await agent.messages(task_id, max(offset, 0))
     return render(request, "_messages.html", {"messages": messages})
+
+
+@router.get("/tasks/{task_id}/steps", response_class=HTMLResponse)
+async def step_items(request: Request, task_id: str, agent: Agent) -> HTMLResponse:
+    """The task's trajectory step by step: actor, action, outcome, the frames before and after."""
+    return render(request, "_steps.html", steps_view(await agent.trajectory(task_id)))
 
 
 @router.get("/tasks/{task_id}/state")

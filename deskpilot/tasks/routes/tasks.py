@@ -12,10 +12,12 @@ from starlette.responses import Response
 
 from deskpilot.errors import BadRequest
 from deskpilot.tasks.deps import Service
+from deskpilot.tasks.retention import check_served
 from deskpilot.tasks.schemas import ErrorOut, TaskPatch, task_detail_json, task_json
 from deskpilot.tasks.trajectory import trajectory
 from deskpilot.tasks.types import ModelOut, TaskDetail, TaskOut, TaskStatus
 from deskpilot.tasks.uploads import MULTIPART_SCHEMA, read_create_request
+from deskpilot.tasks.video import with_video
 from deskpilot.web import json_response
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
@@ -121,15 +123,30 @@ async def get_task(task_id: str, service: Service) -> Response:
     return json_response(task_detail_json(task, messages, files))
 
 
-@router.get(
-    "/{task_id}/trajectory",
-    responses={**TASK_ID_ERRORS, 200: {"content": {"application/zip": {}}, "description": "the archive"}},
-)
-async def get_trajectory(task_id: str, service: Service) -> Response:
+TRAJECTORY_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    200: {"content": {"application/zip": {}}, "description": "the archive"},
+    410: {"model": ErrorOut, "description": "past AGENT_TRAJECTORY_RETENTION_DAYS: neither kept nor served"},
+    501: {"model": ErrorOut, "description": "video asked for, and no ffmpeg where the service runs"},
+    503: {"model": ErrorOut, "description": "the video took longer than AGENT_TRAJECTORY_VIDEO_TIMEOUT"},
+}
+
+
+@router.get("/{task_id}/trajectory", responses=TRAJECTORY_ERRORS)
+async def get_trajectory(
+    task_id: str,
+    service: Service,
+    video: Annotated[bool, Query(description="add trajectory.mp4 of the frames (needs ffmpeg)")] = False,
+) -> Response:
     """The task's trajectory as a zip: ``trajectory.jsonl`` (its steps: actor, action, outcome, frames) and
-    the frames as PNG, for ``deskpilot replay`` (docs/agent-api.md)."""
+    the frames as PNG, for ``deskpilot replay``; with ``video=true`` also ``trajectory.mp4``, one frame per
+    step. At most ``AGENT_TRAJECTORY_MAX_BYTES`` (its header's ``truncated`` says what was left out); 410 past
+    ``AGENT_TRAJECTORY_RETENTION_DAYS`` (docs/evaluation.md)."""
     task, messages, _ = await service.store.get_task_detail(task_id)
-    archive = await asyncio.to_thread(trajectory, task, messages)
+    check_served(task, service.settings.trajectory_retention_days)
+    archive = await asyncio.to_thread(trajectory, task, messages, service.settings.trajectory_max_bytes)
+    if video:
+        archive = await asyncio.to_thread(with_video, archive, service.settings)
     name = f"trajectory-{task.id}.zip"
     headers = {"Content-Disposition": f'attachment; filename="{name}"'}
     return Response(archive, media_type="application/zip", headers=headers)

@@ -212,6 +212,29 @@ conversation.addEventListener("click", (e) => {
   if (shot) shot.classList.toggle("zoomed");
 });
 
+// Steps: the trajectory, fetched (again) each time the view is opened.
+const steps = document.getElementById("steps");
+const stepsBody = document.getElementById("steps-body");
+steps.addEventListener("toggle", async () => {
+  if (!steps.open) return;
+  stepsBody.setAttribute("aria-busy", "true");
+  try {
+    stepsBody.innerHTML = await fragment(steps.dataset.src);
+    localizeTimes(stepsBody);
+  } catch (e) {
+    const notice = document.createElement("p");
+    notice.className = "notice error";
+    notice.textContent = `Could not load the steps: ${e.message}`;
+    stepsBody.replaceChildren(notice);
+  } finally {
+    stepsBody.removeAttribute("aria-busy");
+  }
+});
+stepsBody.addEventListener("click", (e) => {
+  const shot = e.target.closest(".shot");
+  if (shot) shot.classList.toggle("zoomed");
+});
+
 applyState(task);
 scrollToEnd();
 window.addEventListener("load", scrollToEnd, { once: true });

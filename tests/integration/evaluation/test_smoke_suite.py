@@ -1,10 +1,12 @@
 """The smoke suite (evals/smoke) scored through a real native sandbox, the real agent loop and LiteLLM, and
-the real desktop: 0 % with a scripted model that does nothing, 100 % with the reference plan; and the
-command line writing its three reports against the same appliance."""
+the real desktop: 0 % with a scripted model that does nothing, 100 % with the reference plan, 100 % again by
+replaying the reference run's trajectories with no model; and the command line writing its three reports
+against the same appliance."""
 
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,8 @@ import pytest
 import deskpilot
 from deskpilot.cli import main
 from deskpilot.client import Sandbox
-from deskpilot.evaluation import load_suite, run_suite
+from deskpilot.evaluation import SuiteResult, load_suite, run_suite
+from deskpilot.evaluation.report import markdown
 from deskpilot.scripted import Plan, ScriptedModel
 from tests.support.appliance import model_settings
 
@@ -51,9 +54,26 @@ def test_a_model_that_does_nothing_scores_zero(box: Sandbox, scripted: ScriptedM
     ]
 
 
-def test_the_reference_plan_scores_every_task(box: Sandbox, scripted: ScriptedModel) -> None:
+@pytest.fixture(scope="module")
+def trajectories(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("reference")
+
+
+@pytest.fixture(scope="module")
+def reference(box: Sandbox, scripted: ScriptedModel, trajectories: Path) -> SuiteResult:
+    """The suite run once with the reference plan (after the idle model: the clipboard is not reset), each
+    task's trajectory saved."""
     scripted.play([], plan=Plan.load(SMOKE / "plans" / "reference.yaml"))
-    result = run_suite("smoke", load_suite(SMOKE), box, None)
+    return run_suite("smoke", load_suite(SMOKE), box, None, save=trajectories)
+
+
+def _actions(archive: Path) -> list[str]:
+    with zipfile.ZipFile(archive) as z:
+        return [json.loads(line)["action"]["action"] for line in z.read("trajectory.jsonl").splitlines()[1:]]
+
+
+def test_the_reference_plan_scores_every_task(reference: SuiteResult) -> None:
+    result = reference
     failed = [
         (r.id, r.status, r.error, [c for c in r.checks if not c.passed])
         for r in result.results
@@ -62,6 +82,29 @@ def test_the_reference_plan_scores_every_task(box: Sandbox, scripted: ScriptedMo
     assert not failed
     assert result.score == 1.0
     assert all(r.steps > 0 for r in result.results)  # within each budget, or the task would have failed
+
+
+def test_the_reference_trajectories_replay_to_a_pass(
+    box: Sandbox, reference: SuiteResult, trajectories: Path
+) -> None:
+    assert sorted(p.stem for p in trajectories.iterdir()) == sorted(r.id for r in reference.results)
+    # the file actions and the paste are steps of their trajectories, replayable
+    assert _actions(trajectories / "write-note.zip") == ["write_file"]
+    assert _actions(trajectories / "read-and-sum.zip") == ["read_file", "write_file"]
+    assert _actions(trajectories / "clipboard.zip") == ["paste_text"]
+
+    replayed = run_suite("smoke", load_suite(SMOKE), box, None, replay=trajectories)
+    failed = [(r.id, r.error, r.checks) for r in replayed.results if not r.passed]
+    assert not failed
+    assert replayed.score == 1.0 and replayed.replay == str(trajectories)
+    for r in replayed.results:
+        assert r.status == "REPLAYED" and r.replay is not None and r.task_id is None  # no task, no model
+        assert r.replay["replayed"] == r.replay["steps"] > 0, r.replay
+    assert "Replay of the trajectories" in markdown(replayed)
+    # a task without its trajectory is an error of that task, not of the run
+    (trajectories / "write-note.zip").unlink()
+    missing = run_suite("smoke", load_suite(SMOKE)[-1:], box, None, replay=trajectories)
+    assert not missing.results[0].passed and "no trajectory" in missing.results[0].error
 
 
 def test_the_command_line_writes_its_reports(box: Sandbox, scripted: ScriptedModel, tmp_path: Path) -> None:
@@ -79,7 +122,9 @@ def test_the_command_line_writes_its_reports(box: Sandbox, scripted: ScriptedMod
         "--out",
         str(tmp_path / "r"),
     ]
-    assert main([*argv, "--token", box.token or ""]) == 0
+    saved = tmp_path / "saved"
+    assert main([*argv, "--token", box.token or "", "--save-trajectories", str(saved)]) == 0
+    assert [p.name for p in saved.iterdir()] == ["note.zip"]
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert (report["passed"], report["total"], report["tasks"][0]["id"]) == (1, 1, "note")
     assert "| note | pass | COMPLETED |" in (tmp_path / "r" / "report.md").read_text()
@@ -92,3 +137,9 @@ def test_the_command_line_writes_its_reports(box: Sandbox, scripted: ScriptedMod
     assert archive.status_code == 200 and archive.content[:2] == b"PK"
     assert "download</a>" in (tmp_path / "r" / "report.html").read_text()
     assert main(["eval", str(tmp_path / "nothing-here")]) == 2
+    # the saved trajectory scores the suite again with no model
+    replayed = [*argv[:-1], str(tmp_path / "replayed"), "--token", box.token or "", "--replay", str(saved)]
+    assert main(replayed) == 0
+    report = json.loads((tmp_path / "replayed" / "report.json").read_text())
+    assert (report["replay"], report["model"], report["tasks"][0]["status"]) == (str(saved), None, "REPLAYED")
+    assert "Replay of the trajectories" in (tmp_path / "replayed" / "report.md").read_text()
