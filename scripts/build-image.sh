@@ -8,6 +8,7 @@
 #                            (/usr/local/share/ca-certificates), if any; "none" for none. They reach the build
 #                            as the BuildKit secret `build-ca`, which no layer of the image keeps ...
 #   DESKPILOT_KEEP_BUILD_CA  ... unless this is 1: then the image trusts them too (its system store)
+#   DESKPILOT_VIDEO          1 adds ffmpeg (a trajectory's MP4; docs/operations.md)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tag=${1:-deskpilot}
@@ -53,5 +54,6 @@ if [[ -s $bundle ]]; then
   secret=(--secret "id=build-ca,src=$bundle")
 fi
 [[ ${DESKPILOT_KEEP_BUILD_CA:-} == 1 ]] && secret+=(--build-arg KEEP_BUILD_CA=1)
+[[ ${DESKPILOT_VIDEO:-} == 1 ]] && secret+=(--build-arg DESKPILOT_VIDEO=1)
 
 "${build[@]}" --network host "${secret[@]}" -t "$tag" "$@" "$here"

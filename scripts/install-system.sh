@@ -31,7 +31,7 @@ python_packages=(python3 python3-venv ca-certificates)
 test_packages=(
   chromium postgresql shellcheck xterm x11-utils x11-xserver-utils python3-tk desktop-file-utils libglib2.0-bin
   scrot imagemagick  # bench/peers.py: the screenshot commands of Anthropic's reference demo
-  ffmpeg  # GET /tasks/{id}/trajectory?video=true, which the image has only with DESKPILOT_VIDEO=1
+  ffmpeg  # GET /tasks/{id}/trajectory?video=true, which the image has it only when built with DESKPILOT_VIDEO=1
 )
 if [[ "${DESKPILOT_VIDEO:-0}" == 1 ]]; then runtime_packages+=(ffmpeg); fi
 
