@@ -20,5 +20,7 @@ def test_a_sandbox_from_the_image_is_ready_and_leaves_nothing(image: str) -> Non
         box.desktop.write_file("x.txt", "x")
         box.reset()
         assert box.agent.health()["status"] == "ok"
-    assert set(docker("ps", "-aq").split()) == containers
-    assert set(docker("volume", "ls", "-q").split()) == volumes
+    # nothing new is left; others may have gone meanwhile (a `docker run --rm` of another test is removed
+    # by the daemon after it exits, asynchronously)
+    assert set(docker("ps", "-aq").split()) <= containers
+    assert set(docker("volume", "ls", "-q").split()) <= volumes
