@@ -7,7 +7,7 @@ STAMP := $(VENV)/.stamp
 IMAGE ?= deskpilot
 
 .DEFAULT_GOAL := help
-.PHONY: help system system-test venv run demo test e2e bench helm-lint lint format image image-test
+.PHONY: help system system-test venv run demo test e2e bench bench-peers helm-lint lint format image image-test
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -44,6 +44,11 @@ e2e: system-test $(STAMP) ## only the end-to-end tests (boot the whole appliance
 bench: system-test $(STAMP) bench/mcp-ts/node_modules ## run every benchmark under bench/ and print its figures
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
+bench-peers: system-test $(STAMP) ## build cua's server and Bytebot's daemon outside the repo, then bench/peers.py
+	-bench/peers/setup-cua.sh
+	-bench/peers/setup-bytebot.sh
+	$(PY) bench/peers.py
+
 bench/mcp-ts/node_modules: bench/mcp-ts/package-lock.json
 	npm ci --prefix bench/mcp-ts --no-audit --no-fund
 	@touch $@
@@ -55,7 +60,7 @@ lint: $(STAMP) ## ruff, ruff format check, mypy --strict, shellcheck
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	shellcheck scripts/*.sh .ci/run
+	shellcheck scripts/*.sh bench/peers/*.sh .ci/run
 
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
