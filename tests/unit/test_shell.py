@@ -63,7 +63,9 @@ def test_dockerfile_is_a_thin_wrapper_over_the_install_scripts() -> None:
 
 
 @pytest.mark.parametrize(
-    "script", sorted([*ROOT.glob("scripts/*.sh"), ROOT / ".ci" / "run"]), ids=lambda p: p.name
+    "script",
+    sorted([*ROOT.glob("scripts/*.sh"), *ROOT.glob("bench/peers/*.sh"), ROOT / ".ci" / "run"]),
+    ids=lambda p: p.name,
 )
 def test_scripts_pass_shellcheck_and_are_executable(script: Path) -> None:
     result = shellcheck("--external-sources", str(script))
