@@ -42,7 +42,7 @@ from deskpilot.agent.context import (
 )
 from deskpilot.agent.guards import Budget, RepeatGuard
 from deskpilot.agent.litellm_loader import litellm_module
-from deskpilot.agent.llm import LLM, LLMError
+from deskpilot.agent.llm import LLM, LLMError, Reply, Usage
 from deskpilot.agent.tools import CreateTask, SetTaskStatus, tool_definitions
 from deskpilot.computer.tools import PREFIX
 from deskpilot.config import AgentSettings
@@ -147,6 +147,7 @@ class Run:
         self.guard = RepeatGuard(self.settings.repeat_limit)
         self._messages: list[Message] = []  # the task's messages so far, oldest first
         self._summary: Summary | None = None
+        self._unsaved = Usage()  # a summary's tokens, counted with the next reply's message
         self._loaded = False
         self.tools = tool_definitions(self.computer.image)
         self.system = SYSTEM_PROMPT.format(
@@ -204,7 +205,9 @@ class Run:
             context_tokens = used
             blocks = reply.blocks or [text_block("(empty answer)")]
             # the reply is stored while its tools run (a DB write saved from every step's latency)
-            saving = asyncio.create_task(self.ctx.add_message(blocks, role=ASSISTANT))
+            saving = asyncio.create_task(
+                self.ctx.add_message(blocks, role=ASSISTANT, tokens=self._tokens(reply))
+            )
             uses = reply.tool_uses
             if not uses:  # a question for the human, never a silent retry
                 await saving
@@ -340,6 +343,14 @@ class Run:
         turns = [Turn(m.role, m.content) for m in messages]
         return to_openai(self.system, turns, self.settings.keep_screenshots, prefix=prefix)
 
+    def _tokens(self, reply: Reply) -> tuple[int, int]:
+        """The (prompt, completion) tokens to record with this reply: its own and an unsaved summary's."""
+        unsaved, self._unsaved = self._unsaved, Usage()
+        return (
+            reply.usage.prompt_tokens + unsaved.prompt_tokens,
+            reply.usage.completion_tokens + unsaved.completion_tokens,
+        )
+
     async def _summarise(self, task: Task) -> bool:
         """Fold the history into a new Summary record; the next context starts from it. False: run over."""
         summary, _ = await self._history()
@@ -351,6 +362,7 @@ class Run:
             await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
             return False
         self.budget.spend(reply.usage.total)
+        self._unsaved = reply.usage
         self._summary = await self.ctx.add_summary(reply.text, parent_id=summary.id if summary else None)
         log.info(
             "agent summarised the history",

@@ -56,14 +56,14 @@ def markdown(result: SuiteResult) -> str:
         "",
         _what_ran(result),
         "",
-        "| task | result | status | time | steps | why | trajectory |",
-        "|---|---|---|---|---|---|---|",
+        "| task | result | status | time | steps | tokens | why | trajectory |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in result.results:
         trajectory = f"[download]({r.trajectory})" if r.trajectory else ""
         why = _why(r).replace("|", "\\|")
         verdict = "pass" if r.passed else "**fail**"
-        cells = [r.id, verdict, r.status, f"{r.seconds:.1f} s", str(r.steps), why, trajectory]
+        cells = [r.id, verdict, r.status, f"{r.seconds:.1f} s", str(r.steps), str(r.tokens), why, trajectory]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -71,7 +71,7 @@ def markdown(result: SuiteResult) -> str:
 def _row(r: TaskResult) -> str:
     verdict = "pass" if r.passed else "fail"
     link = f'<a href="{escape(r.trajectory)}">download</a>' if r.trajectory else ""
-    cells = [escape(r.id), verdict, escape(r.status), f"{r.seconds:.1f} s", str(r.steps)]
+    cells = [escape(r.id), verdict, escape(r.status), f"{r.seconds:.1f} s", str(r.steps), str(r.tokens)]
     cells += [escape(_why(r)), link]
     return f"<tr class={verdict}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
@@ -86,6 +86,7 @@ def html(result: SuiteResult) -> str:
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
         "tr.pass td:nth-child(2){color:#080}tr.fail td:nth-child(2){color:#b00;font-weight:bold}</style>"
         f"<h1>{escape(title)}</h1><p>{escape(_what_ran(result)).replace('`', '')}</p>"
-        "<table><tr><th>task</th><th>result</th><th>status</th><th>time</th><th>steps</th><th>why</th>"
+        "<table><tr><th>task</th><th>result</th><th>status</th><th>time</th><th>steps</th><th>tokens</th>"
+        "<th>why</th>"
         f"<th>trajectory</th></tr>{rows}</table>\n"
     )

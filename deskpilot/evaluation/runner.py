@@ -44,6 +44,7 @@ class TaskResult:
     error: str = ""
     trajectory: str | None = None  # where the task's history downloads, when the service offers it
     replay: dict[str, object] | None = None  # in replay mode: the archive, its steps, the first divergence
+    tokens: int = 0  # the model's, prompt and completion, as the provider reported them
 
 
 @dataclass
@@ -124,11 +125,12 @@ def run_task(task: EvalTask, box: Sandbox, model: str | None, links: bool = Fals
         result.task_id = created.id
         result.status = _wait(task, box, created.id)
         result.steps = count_steps(box.agent.messages(created.id, limit=1000))
+        result.tokens = box.agent.get(created.id).usage.total_tokens
         result.checks = [run_check(check, box.desktop) for check in task.checks]
-        over = result.steps > task.budget.steps
-        if over:
-            result.error = f"{result.steps} steps, over the budget of {task.budget.steps}"
-        result.passed = all(c.passed for c in result.checks) and not over and result.status != "TIMEOUT"
+        result.error = over_budget(task, result)
+        result.passed = (
+            all(c.passed for c in result.checks) and not result.error and result.status != "TIMEOUT"
+        )
     except SetupFailed as exc:
         result.status, result.error = "SETUP_FAILED", str(exc)
     except ClientError as exc:
@@ -190,6 +192,15 @@ def _wait(task: EvalTask, box: Sandbox, task_id: str) -> str:
     except TimeoutError:
         box.agent.cancel(task_id)
         return "TIMEOUT"
+
+
+def over_budget(task: EvalTask, result: TaskResult) -> str:
+    """Why the task went over its budget of steps or tokens; empty when it did not."""
+    if result.steps > task.budget.steps:
+        return f"{result.steps} steps, over the budget of {task.budget.steps}"
+    if task.budget.tokens is not None and result.tokens > task.budget.tokens:
+        return f"{result.tokens} tokens, over the budget of {task.budget.tokens}"
+    return ""
 
 
 def count_steps(messages: list[MessageOut]) -> int:

@@ -11,7 +11,8 @@ checks:                                  # every one must pass
   - command: {run: "ls ~/Documents/archive", exit_code: 0, contains: todo}
   - window: {title: "note.txt"}          # a window whose title matches (regular expression)
   - clipboard: {equals: done}
-budget: {steps: 20, seconds: 300}        # more steps fail the task; the time cancels it
+budget: {steps: 20, seconds: 300}        # more steps fail the task; the time cancels it; tokens: N (optional)
+                                         # fails it past N of the model's tokens
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ class Setup(_TaskPart):
 class TaskBudget(_TaskPart):
     steps: int = Field(default=30, gt=0)
     seconds: float = Field(default=300, gt=0)
+    tokens: int | None = Field(default=None, gt=0)  # the model's tokens, as the task API reports them
 
 
 class EvalTask(_TaskPart):

@@ -49,9 +49,12 @@ class TaskContext:
         page, _ = await self.store.list_messages(self.task_id, limit=1_000_000, offset=offset)
         return page
 
-    async def add_message(self, content: list[dict[str, Any]], role: str = Role.ASSISTANT) -> Message:
-        """Append to the conversation (announced as new_message); never re-queues the task."""
-        return await self.store.add_message(self.task_id, content, role, requeue=False)
+    async def add_message(
+        self, content: list[dict[str, Any]], role: str = Role.ASSISTANT, tokens: tuple[int, int] = (0, 0)
+    ) -> Message:
+        """Append to the conversation (announced as new_message); never re-queues the task. ``tokens``:
+        the (prompt, completion) tokens the model used for it, added to the task's count."""
+        return await self.store.add_message(self.task_id, content, role, requeue=False, tokens=tokens)
 
     async def summaries(self) -> list[Summary]:
         return await self.store.list_summaries(self.task_id)

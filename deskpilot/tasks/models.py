@@ -82,6 +82,9 @@ class Task(Base):
     executed_on: Mapped[str | None] = mapped_column(String(63))
     # When the frames of its conversation were dropped, its trajectory past retention (tasks/retention.py).
     frames_dropped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The model's tokens the task used (what the provider reported for each call), for costs and evaluation.
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     messages: Mapped[list[Message]] = relationship(
         back_populates="task",

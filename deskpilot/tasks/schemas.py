@@ -159,6 +159,11 @@ def task_json(task: Task) -> dict[str, Any]:
         "desktop": task.desktop,
         "desktopLabel": task.desktop_label,
         "executedOn": task.executed_on,
+        "usage": {
+            "promptTokens": task.prompt_tokens or 0,  # None on a task not yet flushed
+            "completionTokens": task.completion_tokens or 0,
+            "totalTokens": (task.prompt_tokens or 0) + (task.completion_tokens or 0),
+        },
     }
 
 

@@ -295,9 +295,11 @@ class Store:
         role: str = Role.USER,
         *,
         requeue: bool | None = None,
+        tokens: tuple[int, int] = (0, 0),
     ) -> Message:
         """Append a message. A USER message re-queues a NEEDS_HELP/NEEDS_REVIEW/COMPLETED/FAILED task
-        (deskpilot.tasks.lifecycle) unless ``requeue=False``; the agent loop appends with this too."""
+        (deskpilot.tasks.lifecycle) unless ``requeue=False``; the agent loop appends with this too, with the
+        (prompt, completion) ``tokens`` the reply cost, added to the task's in the same transaction."""
         if requeue is None:
             requeue = role == Role.USER
         async with self.writing() as session:
@@ -307,6 +309,8 @@ class Store:
                 id=new_id(), task_id=task_id, role=role, content=content, created_at=now, updated_at=now
             )
             session.add(msg)
+            task.prompt_tokens += tokens[0]
+            task.completion_tokens += tokens[1]
             previous = task.status
             changed = requeue and previous in REQUEUE_ON_MESSAGE
             if changed:

@@ -78,6 +78,14 @@ class Camel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
+class TokenUsage(Camel):
+    """What the provider reported for the task's model calls (summaries included)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
 class TaskOut(Camel):
     id: str
     description: str
@@ -97,6 +105,7 @@ class TaskOut(Camel):
     desktop: str | None = Field(default=None, description="the desktop the task must run on")
     desktop_label: str | None = Field(default=None, description="a label the desktop must have")
     executed_on: str | None = Field(default=None, description="the desktop that runs or last ran the task")
+    usage: TokenUsage = Field(default_factory=lambda: TokenUsage(), description="the model's tokens it used")
 
 
 class MessageOut(Camel):

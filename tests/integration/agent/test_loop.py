@@ -70,6 +70,8 @@ def test_hello_txt_task_completes_and_the_file_exists(
     assert done["result"] == {"description": "Created hello.txt containing hi."}
     assert done["model"] == "local/scripted"
     assert read_desktop_file(desktop_url, f"{folder}/hello.txt") == b"hi\n"
+    # four calls of 100 prompt and 20 completion tokens each (the scripted model's usage)
+    assert done["usage"] == {"promptTokens": 400, "completionTokens": 80, "totalTokens": 480}
 
     reqs = scripted_llm.requests
     assert len(reqs) == 4
@@ -269,6 +271,8 @@ def test_long_histories_are_summarised(
 
     [summary] = asyncio.run(summaries())
     assert (summary.content, summary.parent_id) == ("SUMMARY: the pointer was moved to 300,300.", None)
+    # the summary's call counts too: 800 + 100 + 100 prompt tokens, 20 completion tokens each
+    assert done["usage"] == {"promptTokens": 1000, "completionTokens": 60, "totalTokens": 1060}
 
 
 def test_the_same_task_through_a_real_litellm_proxy(

@@ -82,6 +82,7 @@ def test_the_reference_plan_scores_every_task(reference: SuiteResult) -> None:
     assert not failed
     assert result.score == 1.0
     assert all(r.steps > 0 for r in result.results)  # within each budget, or the task would have failed
+    assert all(r.tokens > 0 for r in result.results)  # what the scripted model reported, through LiteLLM
 
 
 def test_the_reference_trajectories_replay_to_a_pass(

@@ -16,7 +16,7 @@ ERROR_KEYS = {"statusCode", "message", "error"}
 TASK_KEYS = {
     "id", "description", "status", "priority", "type", "scheduledFor", "model", "control", "createdBy",
     "error", "result", "createdAt", "updatedAt", "executedAt", "completedAt", "desktop", "desktopLabel",
-    "executedOn",
+    "executedOn", "usage",
 }  # fmt: skip
 
 
@@ -62,6 +62,7 @@ def test_create_task_json_defaults_and_first_message(api: httpx.Client) -> None:
     assert t["status"] == "PENDING" and t["priority"] == "MEDIUM" and t["type"] == "IMMEDIATE"
     assert t["control"] == "ASSISTANT" and t["createdBy"] == "USER" and t["scheduledFor"] is None
     assert t["createdAt"] == t["updatedAt"] and t["createdAt"].endswith("Z")
+    assert t["usage"] == {"promptTokens": 0, "completionTokens": 0, "totalTokens": 0}
     got = api.get(f"/tasks/{t['id']}").json()
     assert set(got) == TASK_KEYS | {"messages", "files"}
     assert got["files"] == []

@@ -14,6 +14,7 @@ def test_the_three_reports(tmp_path: Path) -> None:
     ok = TaskResult(
         "note", "Save", True, "COMPLETED", 1.5, 2, [CheckResult("file a", True)], "t1", "", "http://x/t1"
     )
+    ok.tokens = 1234
     bad = TaskResult(
         "bad-one", "<b>", False, "COMPLETED", 3.0, 4, [CheckResult("file <c>", False, "does not exist")], "t2"
     )
@@ -25,8 +26,10 @@ def test_the_three_reports(tmp_path: Path) -> None:
     assert data["tasks"][1]["checks"][0] == {"check": "file <c>", "passed": False, "detail": "does not exist"}
     md = paths[1].read_text()
     assert md.startswith("# smoke: 1/2 passed (50%)")
-    assert "| note | pass | COMPLETED | 1.5 s | 2 |  | [download](http://x/t1) |" in md
-    assert "| bad-one | **fail** | COMPLETED | 3.0 s | 4 | file <c>: does not exist |  |" in md
+    assert "| note | pass | COMPLETED | 1.5 s | 2 | 1234 |  | [download](http://x/t1) |" in md
+    assert "| bad-one | **fail** | COMPLETED | 3.0 s | 4 | 0 | file <c>: does not exist |  |" in md
+    assert data["tasks"][0]["tokens"] == 1234
     assert "file <c>: does not exist" in md
     page = paths[2].read_text()
+    assert "<td>2</td><td>1234</td>" in page
     assert "<td>file &lt;c&gt;: does not exist</td>" in page and "<b>" not in page.split("<table>")[1]

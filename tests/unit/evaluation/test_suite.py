@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from deskpilot.evaluation.runner import TaskResult, over_budget
 from deskpilot.evaluation.suite import SuiteError, TextMatch, load_suite
 
 TASK = """
@@ -65,3 +66,17 @@ def test_a_text_equals_contains_or_matches() -> None:
     assert TextMatch(contains="Anna").problem("call Anna") is None
     assert TextMatch(matches=r"^\s*12\s*$").problem("x\n 12 \n") is None
     assert "does not match" in (TextMatch(matches=r"^12$").problem("13") or "")
+
+
+def test_a_token_budget_fails_a_task_that_spends_more(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(
+        "instruction: x\nchecks: [{clipboard: {equals: x}}]\nbudget: {steps: 5, tokens: 1000}\n"
+    )
+    [task] = load_suite(tmp_path)
+    within = TaskResult("t", "x", True, "COMPLETED", 1.0, 5, tokens=1000)
+    over = TaskResult("t", "x", True, "COMPLETED", 1.0, 5, tokens=1001)
+    assert over_budget(task, within) == ""
+    assert over_budget(task, over) == "1001 tokens, over the budget of 1000"
+    assert (
+        over_budget(task, TaskResult("t", "x", True, "COMPLETED", 1.0, 6)) == "6 steps, over the budget of 5"
+    )
