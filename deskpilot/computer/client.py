@@ -128,6 +128,34 @@ class AsyncDesktop(AsyncActions):
         """``POST /reset``: applications closed, the home back to its skeleton, input released."""
         return await self._post("/reset", {}, "reset")
 
+    def elsewhere(self, url: str) -> AsyncDesktop:
+        """The desktop service at ``url`` with this one's token and labels (a new client: close it)."""
+        other = copy.copy(self)
+        other.base_url = url.rstrip("/")
+        other._client = httpx.AsyncClient(base_url=other.base_url, timeout=self._client.timeout)
+        return other
+
+    async def journal(self, since: int = 0, limit: int = 1000, actor: str | None = None) -> dict[str, Any]:
+        """``GET /journal``: a page of the actions that reached the desktop (docs/desktop-api.md)."""
+        params: dict[str, str | int] = {"since": since, "limit": limit, **({"actor": actor} if actor else {})}
+        try:
+            r = await self._client.get("/journal", params=params, headers=self._headers)
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc
+        return answer(r, "journal")
+
+    async def journal_frame(self, frame_id: str) -> bytes | None:
+        """``GET /journal/frames/{id}``: the PNG, or None once the journal evicted it."""
+        try:
+            r = await self._client.get(f"/journal/frames/{frame_id}", headers=self._headers)
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc
+        if r.status_code == 404:
+            return None
+        if r.status_code != 200:
+            answer(r, "journal frame")
+        return r.content
+
     async def command(self, command: str, limit: float = 30.0) -> dict[str, Any]:
         """``POST /command``: ``command`` by /bin/sh as the desktop user, killed after ``limit`` s."""
         return await self._post("/command", {"command": command, "timeout": limit}, "command")
