@@ -40,7 +40,7 @@ def sender(request: Request) -> tuple[str, str | None]:
 class JournalQuery(BaseModel):
     """The query of ``GET /journal``."""
 
-    since: int = Field(default=0, ge=0, description="the seq after which to start (0: the oldest kept)")
+    since: int = Field(default=0, ge=0, le=2**53, description="the seq to start after (0: the oldest kept)")
     limit: int = Field(default=100, ge=1, le=MAX_PAGE, description="entries looked at, at most")
     actor: str | None = Field(default=None, description=f"comma-separated actors: {', '.join(ACTORS)}")
 

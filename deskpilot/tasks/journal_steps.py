@@ -106,11 +106,10 @@ def merge_journal(writer: TrajectoryWriter, journal: Sequence[JournalStep]) -> i
     if not journal:
         return len(writer.lines)
     steps: list[dict[str, Any]] = [orjson.loads(line) for line in writer.lines]
-    for j in journal:
-        after = writer.frame(j.frame)
-        steps.append(
-            {"time": j.time, "actor": j.actor, "action": j.action, "outcome": j.outcome, "frameAfter": after}
-        )
+    for other in journal:
+        after = writer.frame(other.frame)
+        fields: dict[str, Any] = {"time": other.time, "actor": other.actor, "action": other.action}
+        steps.append({**fields, "outcome": other.outcome, "frameAfter": after})
     steps.sort(key=lambda step: str(step["time"]))  # stable: the agent's steps keep their order
     before: str | None = None
     for number, step in enumerate(steps, 1):
