@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 ACTORS = ("agent", "api", "mcp", "human")
 MAX_ERROR_CHARS = 300  # an outcome's error, shortened: the journal is a record, not a log
 SETTLE_MAX_MS = 2000  # a frame is taken after this even if the screen is still changing
+ENTRY_BYTES, POINT_BYTES = 400, 120  # about what an entry and a point of a path hold
 MAX_PENDING = 32  # frames answers carried, held until their burst ends (older ones are not kept)
 
 Capture = Callable[[], bytes]  # a full-screen PNG, in a worker thread
@@ -58,6 +59,14 @@ def request_of(action: actions.Action | dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def weight(action: actions.Action | dict[str, Any]) -> int:
+    """About what an entry holds, in bytes: its text, path and keys (a text or a path may be long)."""
+    get = action.get if isinstance(action, dict) else functools.partial(getattr, action)
+    text, path, keys = get("text", None), get("path", None), get("keys", None)
+    size = ENTRY_BYTES + (len(text) if isinstance(text, str) else 0)
+    return size + POINT_BYTES * (len(path) if isinstance(path, list) else 0) + 16 * len(keys or ())
+
+
 def outcome_of(status: str, error: str | None = None) -> dict[str, Any]:
     """``{"ok": true}``, or the status ("400", "503", "cancelled" ...) and the error, short."""
     if status == "ok":
@@ -76,6 +85,7 @@ class Entry:
     outcome: dict[str, Any]
     input: bool  # an input action (computer.actions.OBSERVED_ACTIONS): the ones a replay sends again
     frame_after: str | None = None
+    weight: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,7 +146,9 @@ class Journal:
     def __init__(self, settings: DesktopSettings, capture: Capture, settle: Settle) -> None:
         self.enabled = settings.journal
         self.frames = FrameStore(settings.journal_frames, settings.journal_frame_bytes)
-        self._entries: deque[Entry] = deque(maxlen=settings.journal_entries)
+        self._entries: deque[Entry] = deque()
+        self._max_entries, self._max_bytes = settings.journal_entries, settings.journal_entry_bytes
+        self._bytes = 0  # what the entries kept weigh (``weight``)
         self._seq = 0
         self._capture, self._settle = capture, settle
         self._quiet_ms = settings.journal_settle_ms
@@ -166,11 +178,13 @@ class Journal:
         if not self.enabled:
             return None
         self._seq += 1
+        if isinstance(action, actions.WriteFile):
+            action = request_of(action)  # never hold the file's content
         name = action["action"] if isinstance(action, dict) else action.action
         entry = Entry(
             self._seq, at or time.time(), actor, task, action, outcome, name in actions.OBSERVED_ACTIONS
         )
-        self._entries.append(entry)
+        self._keep(entry)
         if entry.input and self.frames.max_frames:
             if image is not None and image.media_type == "image/png":
                 self._own.append((entry, image.data))  # hashed and stored after the burst, not now
@@ -182,6 +196,13 @@ class Journal:
             if self._flusher is None or self._flusher.done():
                 self._flusher = asyncio.get_running_loop().create_task(self._frames_after_burst())
         return entry
+
+    def _keep(self, entry: Entry) -> None:
+        entry.weight = weight(entry.action)
+        self._entries.append(entry)
+        self._bytes += entry.weight
+        while len(self._entries) > self._max_entries or (self._bytes > self._max_bytes and self._entries):
+            self._bytes -= self._entries.popleft().weight
 
     def page(self, since: int, limit: int, actors: frozenset[str] | None = None) -> dict[str, Any]:
         """Entries after ``since`` (a seq), at most ``limit``, of ``actors`` when given."""
