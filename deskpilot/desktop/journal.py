@@ -53,9 +53,11 @@ def request_of(action: actions.Action | dict[str, Any]) -> dict[str, Any]:
     """The request an entry stands for; a written file's content is left out (only its size is kept)."""
     if isinstance(action, dict):
         return action
-    body = action.model_dump(mode="json", exclude_none=True, by_alias=True)
+    body = action.model_dump(mode="json", exclude_none=True, exclude_defaults=True, by_alias=True)
     if isinstance(action, actions.WriteFile):
-        body["dataBytes"] = len(body.pop("data", "")) * 3 // 4
+        data = action.data
+        body.pop("data", None)
+        body["dataBytes"] = len(data) * 3 // 4 - len(data[-2:]) + len(data[-2:].rstrip("="))
     return body
 
 
