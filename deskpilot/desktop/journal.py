@@ -195,8 +195,9 @@ class Journal:
             else:
                 self._burst = entry
             self._due = time.monotonic() + self._quiet_ms / 1000
-            if self._flusher is None or self._flusher.done():
-                self._flusher = asyncio.get_running_loop().create_task(self._frames_after_burst())
+            loop = asyncio.get_running_loop()
+            if self._flusher is None or self._flusher.done() or self._flusher.get_loop() is not loop:
+                self._flusher = loop.create_task(self._frames_after_burst())
         return entry
 
     def _keep(self, entry: Entry) -> None:
@@ -252,6 +253,7 @@ class Journal:
             try:
                 if own:
                     await self._in_thread(functools.partial(self._store, own))
+                    own.clear()  # the answers' buffers go back now, not after the capture below
                 if entry is None:
                     continue
                 await self._settle(self._quiet_ms, SETTLE_MAX_MS)
