@@ -39,6 +39,15 @@ class DesktopSettings(BaseSettings):
     skeleton: Path | None = None
     # seconds `application` waits for a launched program's window before answering 504
     app_timeout: float = Field(default=60.0, gt=0)
+    # the journal of every action that reaches the desktop (GET /journal, docs/desktop-api.md): on or off,
+    # how many entries it keeps and about how many bytes they hold, how many frames and how many bytes of
+    # them, and how long input and the screen must be quiet after a burst of input before its frame is taken
+    journal: bool = True
+    journal_entries: int = Field(default=10_000, gt=0)
+    journal_entry_bytes: int = Field(default=32 << 20, gt=0)
+    journal_frames: int = Field(default=300, ge=0)
+    journal_frame_bytes: int = Field(default=128 << 20, ge=0)
+    journal_settle_ms: int = Field(default=300, ge=0, le=10_000)
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,13 @@ sent, so a mistake fails at once with the message the service would give (status
 model's default are not sent. An error answer, or none, raises ``DesktopClientError`` with the status (0
 when the service is unreachable) and the service's message. ``token`` is the appliance's
 ``DESKPILOT_TOKEN``, sent as ``Authorization: Bearer`` (never in a URL). The task service's worker and the
-agent loop use ``AsyncDesktop`` too: there is one desktop client.
+agent loop use ``AsyncDesktop`` too: there is one desktop client; ``acting_for(task_id)`` labels its requests
+as the agent's, for that task, in the desktop's journal.
 """
 
 from __future__ import annotations
 
+import copy
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -69,6 +71,11 @@ def json_headers(token: str | None) -> dict[str, str]:
     return {**bearer(token), "Content-Type": "application/json"}
 
 
+def agent_headers(task_id: str) -> dict[str, str]:
+    """What labels a request as the agent's, acting for ``task_id`` (the desktop's journal_routes.py)."""
+    return {"X-Deskpilot-Actor": "agent", "X-Deskpilot-Task": task_id}
+
+
 class AsyncDesktop(AsyncActions):
     """The desktop service at ``url`` (``http://127.0.0.1:9990``), from asyncio code."""
 
@@ -86,6 +93,14 @@ class AsyncDesktop(AsyncActions):
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+    def acting_for(self, task_id: str) -> AsyncDesktop:
+        """This desktop, each request labelled as the agent's for ``task_id``; it shares this one's
+        connections, so close only this one."""
+        labelled = copy.copy(self)
+        labelled._headers = {**self._headers, **agent_headers(task_id)}
+        labelled._json = {**self._json, **agent_headers(task_id)}
+        return labelled
 
     async def __aenter__(self) -> Self:
         return self
@@ -112,6 +127,34 @@ class AsyncDesktop(AsyncActions):
     async def reset(self) -> dict[str, Any]:
         """``POST /reset``: applications closed, the home back to its skeleton, input released."""
         return await self._post("/reset", {}, "reset")
+
+    def elsewhere(self, url: str) -> AsyncDesktop:
+        """The desktop service at ``url`` with this one's token and labels (a new client: close it)."""
+        other = copy.copy(self)
+        other.base_url = url.rstrip("/")
+        other._client = httpx.AsyncClient(base_url=other.base_url, timeout=self._client.timeout)
+        return other
+
+    async def journal(self, since: int = 0, limit: int = 1000, actor: str | None = None) -> dict[str, Any]:
+        """``GET /journal``: a page of the actions that reached the desktop (docs/desktop-api.md)."""
+        params: dict[str, str | int] = {"since": since, "limit": limit, **({"actor": actor} if actor else {})}
+        try:
+            r = await self._client.get("/journal", params=params, headers=self._headers)
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc
+        return answer(r, "journal")
+
+    async def journal_frame(self, frame_id: str) -> bytes | None:
+        """``GET /journal/frames/{id}``: the PNG, or None once the journal evicted it."""
+        try:
+            r = await self._client.get(f"/journal/frames/{frame_id}", headers=self._headers)
+        except httpx.HTTPError as exc:
+            raise unreachable(self.base_url, exc) from exc
+        if r.status_code == 404:
+            return None
+        if r.status_code != 200:
+            answer(r, "journal frame")
+        return r.content
 
     async def command(self, command: str, limit: float = 30.0) -> dict[str, Any]:
         """``POST /command``: ``command`` by /bin/sh as the desktop user, killed after ``limit`` s."""

@@ -139,3 +139,22 @@ def _suggest(norm: str) -> str:
 @cache
 def _common_keysyms() -> list[str]:
     return [n for n in _keysym_table() if not n.startswith(("xf86", "kp_", "3270", "braille", "ch"))][:2000]
+
+
+@cache
+def _names_by_keysym() -> dict[int, str]:
+    """keysym -> the name a recorded key is written with: our first alias for it, else its X name."""
+    names: dict[int, str] = {}
+    for alias, target in _ALIASES.items():
+        if len(target) > 1 and target.lower() in _keysym_table():
+            names.setdefault(_keysym_table()[target.lower()], alias)
+    for name, sym in keysym_names().items():
+        names.setdefault(sym, name)
+    return names
+
+
+def key_name(keysym: int) -> str | None:
+    """The key name ``resolve`` maps back to ``keysym`` (``ctrl``, ``enter``, ``f5``, ``a``), or None."""
+    if 0x20 < keysym <= 0x7E:  # a printable ASCII key names itself (a letter as its lower case)
+        return chr(keysym).lower()
+    return _names_by_keysym().get(keysym)

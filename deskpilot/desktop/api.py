@@ -21,7 +21,7 @@ from starlette.responses import Response
 from deskpilot import __version__, logs
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings, SecuritySettings
-from deskpilot.desktop import command, compat_bytebot, vnc
+from deskpilot.desktop import command, compat_bytebot, journal_routes, vnc
 from deskpilot.desktop.body import read_action_body
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.mcp import MCPEndpoint
@@ -83,8 +83,9 @@ router = APIRouter()
     },
 )
 async def computer_use(request: Request) -> Response:
+    actor, task = journal_routes.sender(request)
     action = actions.parse_action_json(await read_action_body(request))
-    outcome = await request.app.state.controller.perform(action)
+    outcome = await request.app.state.controller.perform(action, actor, task)
     return Response(outcome.to_json(), media_type="application/json")
 
 
@@ -220,6 +221,7 @@ def create_app(
     # /health reports every probe by name; the appliance adds e.g. app.state.health_probes["vnc"]
     app.state.health_probes = {"display": controller.display_problem}
     app.include_router(router)
+    app.include_router(journal_routes.router)  # GET /journal, /journal/frames/{id}
     app.include_router(compat_bytebot.router)  # Bytebot's wire format, the same controller
     app.openapi = lambda: openapi_with_actions(app)  # type: ignore[method-assign]
     app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (deskpilot/desktop/mcp.py)

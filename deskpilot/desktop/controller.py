@@ -5,7 +5,8 @@ neither re-implements an action. One controller per process owns the X connectio
 Input actions are serialised by one lock (``input.py``) so two clients never interleave keystrokes;
 screenshots, cursor reads, waits and files run concurrently. The actions live by what they drive:
 ``mouse.py``, ``keyboard.py``, ``paste.py``, ``windows.py``; screenshots, waits and files are here.
-Every action is logged as one line: its name, its duration and its outcome (ok, or the error status).
+Every action is logged as one line: its name, its duration and its outcome (ok, or the error status),
+and recorded in the journal (``journal.py``) with who sent it: ``perform``'s ``actor`` and ``task``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from deskpilot.desktop.capture import Image, tune_malloc
 from deskpilot.desktop.connections import Connections
 from deskpilot.desktop.files import DesktopUser, FileStore, base64_size
 from deskpilot.desktop.input import Input
+from deskpilot.desktop.journal import Journal, outcome_of
 from deskpilot.desktop.keyboard import KeyboardActions
 from deskpilot.desktop.mouse import MouseActions
 from deskpilot.desktop.outcome import Outcome
@@ -60,6 +62,7 @@ class DesktopController:
         mouse, keyboard = MouseActions(shared), KeyboardActions(shared)
         self.windows = WindowActions(shared, self.settings, self.user)
         self.reset = Reset(shared, self.windows, self.files, self.settings.skeleton)
+        self.journal = Journal(self.settings, lambda: self.capture().data, self.settle)
         self._handlers: dict[type[actions.Action], Handler] = {
             actions.MoveMouse: mouse.move_mouse,
             actions.TraceMouse: mouse.trace_mouse,
@@ -79,10 +82,11 @@ class DesktopController:
             actions.ReadFile: self.read_file,
         }
 
-    async def perform(self, action: actions.Action) -> Outcome:
-        """Execute one validated action (see ``actions.parse_action``)."""
+    async def perform(self, action: actions.Action, actor: str = "api", task: str | None = None) -> Outcome:
+        """Execute one validated action (see ``actions.parse_action``) sent by ``actor`` (journal.ACTORS),
+        for ``task`` when the agent names one."""
         started = time.perf_counter()
-        outcome = "500"
+        outcome, error, result = "500", None, None
         try:
             wants_evidence = isinstance(action, actions.Observed) and action.evidence
             before = await self._before() if wants_evidence else None
@@ -92,16 +96,22 @@ class DesktopController:
             outcome = "ok"
             return result
         except DesktopError as exc:
-            outcome = str(exc.status)
+            outcome, error = str(exc.status), exc.message
             raise
         except asyncio.CancelledError:  # the client went away
-            outcome = "cancelled"
+            outcome, error = "cancelled", "the client went away"
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
             ms = (time.perf_counter() - started) * 1000
             log.info("action", extra={"action": action.action, "ms": ms, "outcome": outcome})
+            image = result.image if result is not None else None
+            self.journal.record(actor, action, outcome_of(outcome, error), task=task, image=image)
 
     def close(self) -> None:
+        self.journal.close()
         self.connections.close()
         self.files.close()
 

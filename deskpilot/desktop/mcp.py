@@ -102,7 +102,7 @@ class DesktopTools:
             return error_result(f"unknown tool {params.name!r}; available: {', '.join(TOOLS)}")
         try:
             body = {**spec.mcp_defaults, **(params.arguments or {}), "action": spec.action}
-            outcome = await self.controller.perform(parse_action(body))
+            outcome = await self.controller.perform(parse_action(body), "mcp")
         except DesktopError as exc:
             return error_result(exc.message)  # the HTTP API's message, verbatim
         except Exception as exc:

@@ -7,6 +7,9 @@ desktop: the handshake, pixel format and encodings, update requests, continuous 
 Key and pointer events, cut text, and every extension that carries input or power control (QEMU key
 events, GII, xvp, desktop resizing) are dropped. A message this filter does not know ends the connection:
 it cannot tell how long the message is, so it cannot keep the stream in step.
+
+``ClientStream`` is the one follower of the stream: ``ViewOnlyFilter`` filters with it, and the bridge
+observes an interactive connection's input with it (``human.py``) to record the human's actions.
 """
 
 from __future__ import annotations
@@ -79,31 +82,31 @@ MESSAGES: dict[int, tuple[Callable[[bytes], int | None], bool]] = {
 }
 
 
-class ViewOnlyFilter:
-    """Feed it what the client sends; it returns what may go on to the VNC server."""
+class ClientStream:
+    """Follows the client-to-server half of an RFB stream: feed it bytes as they come, it returns them cut
+    into whole pieces, each ``(chunk, is_message)``: the handshake's steps, then one message per chunk (its
+    type is ``chunk[0]``). One table (``MESSAGES``) serves both uses: filtering a view-only connection and
+    observing an interactive one."""
 
     def __init__(self) -> None:
         self._buf = b""
         self._stage = "version"
         self._pending = VERSION_LENGTH  # bytes of the current handshake stage still to pass
-        self.dropped = 0  # input messages removed so far
 
-    def feed(self, data: bytes) -> bytes:
+    def feed(self, data: bytes) -> list[tuple[bytes, bool]]:
         self._buf += data
-        out = bytearray()
+        pieces: list[tuple[bytes, bool]] = []
         while self._buf:
             length = self._next_length()
             if length is None or len(self._buf) < length:
                 break
             chunk, self._buf = self._buf[:length], self._buf[length:]
-            if self._stage != "messages":
-                out += chunk
-                self._advance(chunk)
-            elif MESSAGES[chunk[0]][1]:
-                out += chunk
+            if self._stage == "messages":
+                pieces.append((chunk, True))
             else:
-                self.dropped += 1
-        return bytes(out)
+                pieces.append((chunk, False))
+                self._advance(chunk)
+        return pieces
 
     def _next_length(self) -> int | None:
         if self._stage != "messages":
@@ -128,8 +131,37 @@ class ViewOnlyFilter:
             elif chunk[0] == NONE:
                 self._stage, self._pending = "init", 1
             else:
-                raise ProtocolError(f"security type {chunk[0]} cannot be followed in view-only mode")
+                raise ProtocolError(f"security type {chunk[0]} cannot be followed")
         elif self._stage == "auth":
             self._stage, self._pending = "init", 1
         elif self._stage == "init":
             self._stage, self._pending = "messages", 0
+
+
+class ViewOnlyFilter:
+    """Feed it what the client sends; it returns what may go on to the VNC server."""
+
+    def __init__(self) -> None:
+        self._stream = ClientStream()
+        self.dropped = 0  # input messages removed so far
+
+    def feed(self, data: bytes) -> bytes:
+        out = bytearray()
+        for chunk, is_message in self._stream.feed(data):
+            if not is_message or MESSAGES[chunk[0]][1]:
+                out += chunk
+            else:
+                self.dropped += 1
+        return bytes(out)
+
+
+def key_event(chunk: bytes) -> tuple[bool, int]:
+    """A KeyEvent message (type 4): (down, keysym)."""
+    down, keysym = struct.unpack_from(">BxxI", chunk, 1)
+    return bool(down), keysym
+
+
+def pointer_event(chunk: bytes) -> tuple[int, int, int]:
+    """A PointerEvent message (type 5): (button mask, x, y); bit n is button n + 1 (4-7: the wheel)."""
+    mask, x, y = struct.unpack_from(">BHH", chunk, 1)
+    return mask, x, y

@@ -8,7 +8,9 @@ View only is enforced here, not by noVNC: a connection to ``/vnc/websockify`` is
 opened with ``?interactive=1``, and the bytes a view-only client sends pass through ``ViewOnlyFilter``, which
 drops its input (keys, pointer, clipboard) and closes a connection it cannot follow. The query is a mode, not
 a credential: the service's guard has already checked the caller (the token, or same-origin when no token is
-configured). Interactive connections are copied as they are (nothing parsed on the way).
+configured). Interactive connections are forwarded as they come; a copy of what the client sent then goes to
+``HumanInput``, which records the human's input in the desktop's journal (``human.py``): forwarding never
+waits on the recording.
 noVNC's page and files answer with ``frame_headers``: no other site may frame the live view.
 """
 
@@ -17,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, FastAPI, Request, WebSocket
@@ -27,6 +31,8 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from deskpilot.bridge import pump_until_either_ends
 from deskpilot.config import DesktopSettings
+from deskpilot.desktop.human import HumanInput
+from deskpilot.desktop.journal import Journal
 from deskpilot.desktop.rfb import ProtocolError, ViewOnlyFilter
 from deskpilot.security import frame_headers, with_headers
 
@@ -60,9 +66,11 @@ async def vnc_problem(settings: DesktopSettings) -> str | None:
     return None
 
 
-async def bridge(ws: WebSocket, host: str, port: int, *, interactive: bool = False) -> None:
+async def bridge(
+    ws: WebSocket, host: str, port: int, *, interactive: bool = False, journal: Journal | None = None
+) -> None:
     """Copy RFB bytes between the browser's WebSocket and x11vnc's TCP socket until one side ends; the
-    browser's input reaches x11vnc only on an ``interactive`` connection."""
+    browser's input reaches x11vnc only on an ``interactive`` connection, and is recorded in ``journal``."""
     offered = [p.strip() for p in ws.headers.get("sec-websocket-protocol", "").split(",")]
     try:
         reader, writer = await asyncio.open_connection(host, port)
@@ -78,6 +86,7 @@ async def bridge(ws: WebSocket, host: str, port: int, *, interactive: bool = Fal
             await ws.send_bytes(data)
 
     view_only = None if interactive else ViewOnlyFilter()
+    human = HumanInput(_recorder(journal), asyncio.get_running_loop()) if interactive and journal else None
 
     async def browser_to_vnc() -> None:
         while True:
@@ -94,6 +103,8 @@ async def bridge(ws: WebSocket, host: str, port: int, *, interactive: bool = Fal
                     return
             if data:
                 writer.write(data)
+                if human is not None:
+                    human.feed(data)
                 await writer.drain()
 
     try:
@@ -101,11 +112,20 @@ async def bridge(ws: WebSocket, host: str, port: int, *, interactive: bool = Fal
             vnc_to_browser(), browser_to_vnc(), closed=(OSError, WebSocketDisconnect, RuntimeError)
         )
     finally:
+        if human is not None:
+            human.flush()  # what was still held back (text being typed, a click)
         writer.close()
         # The browser may already be gone: closing then raises, which is not an error of ours.
         if ws.client_state == WebSocketState.CONNECTED:
             with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
                 await ws.close()
+
+
+def _recorder(journal: Journal) -> Callable[[dict[str, Any], float], None]:
+    def record(action: dict[str, Any], at: float) -> None:
+        journal.record("human", action, {"ok": True}, at=at)
+
+    return record
 
 
 def router(settings: DesktopSettings) -> APIRouter:
@@ -124,7 +144,9 @@ def router(settings: DesktopSettings) -> APIRouter:
     @r.websocket("/vnc/websockify")
     async def vnc_websocket(ws: WebSocket, interactive: bool = False) -> None:
         """The RFB stream; the client's input is dropped unless opened with ``?interactive=1``."""
-        await bridge(ws, settings.vnc_host, settings.vnc_port, interactive=interactive)
+        controller = getattr(ws.app.state, "controller", None)  # none when the view is served alone
+        journal = controller.journal if controller is not None else None
+        await bridge(ws, settings.vnc_host, settings.vnc_port, interactive=interactive, journal=journal)
 
     return r
 

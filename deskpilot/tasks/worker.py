@@ -139,7 +139,8 @@ class Worker:
             await asyncio.wait_for(self._wake.wait(), timeout)
 
     async def _execute(self, task: Task) -> None:
-        ctx = TaskContext(self.store, self.desktop, task.id, self.poll_seconds)
+        # the task's desktop calls (uploads and the agent's) are labelled with it in the desktop's journal
+        ctx = TaskContext(self.store, self.desktop.acting_for(task.id), task.id, self.poll_seconds)
         self.current_task_id, self._ctx = task.id, ctx
         self._run = asyncio.create_task(self._prepare_and_run(task, ctx), name=f"task {task.id}")
         heartbeat = asyncio.create_task(self._heartbeat(task.id, self._run))
@@ -172,7 +173,7 @@ class Worker:
         renamed: list[tuple[str, str]] = []
         for upload in await self.store.pending_files(task.id):
             try:
-                path = await self._save(upload)
+                path = await self._save(upload, ctx.desktop)
             except DesktopClientError as exc:
                 await ctx.update(
                     status=TaskStatus.FAILED,
@@ -186,14 +187,14 @@ class Worker:
             await ctx.add_message([{"type": "text", "text": renamed_note(renamed)}], role=Role.USER)
         await self.executor.execute(task.id, ctx)
 
-    async def _save(self, upload: TaskFile) -> str:
+    async def _save(self, upload: TaskFile, desktop: AsyncDesktop) -> str:
         """Write an upload onto the desktop without replacing anything there: at the path announced, else
         as its next free numbered copy (report (2).pdf ...). Returns where it was written."""
         directory, name = posixpath.split(upload.desktop_path)
         for copy in range(1, MAX_COPIES + 1):
             path = posixpath.join(directory, numbered(name, copy))
             try:
-                await self.desktop.write_file(path, upload.data, overwrite=False)
+                await desktop.write_file(path, upload.data, overwrite=False)
             except DesktopClientError as exc:
                 if exc.status != HTTPStatus.CONFLICT:
                     raise

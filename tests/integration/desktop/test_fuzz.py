@@ -115,3 +115,27 @@ def test_no_malformed_command_request_causes_a_server_error_or_runs(fuzz_server)
         assert r.status_code != 200, (case.body, r.text)
 
     check()
+
+
+def test_no_generated_journal_query_causes_a_server_error(fuzz_server) -> None:
+    """GET /journal with any query the schema allows or violates: a page or a 400, never a 500."""
+    url, openapi, _ = fuzz_server
+    operation = schemathesis.openapi.from_dict(openapi)["/journal"]["GET"]
+    cases = st.one_of(
+        operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE)
+    )
+
+    @settings(
+        max_examples=80,
+        phases=[Phase.explicit, Phase.generate],
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=cases)
+    def check(case) -> None:
+        r = case.call(base_url=url, headers=BEARER, timeout=20)
+        assert r.status_code in (200, 400), (case.query, r.status_code, r.text)
+        assert r.json()["success"] is (r.status_code == 200), r.text
+
+    check()

@@ -46,6 +46,8 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/compat/bytebot/mcp", PING),
     ("POST", "/reset", {}),  # only refused here: test_reset.py resets a desktop of its own
     ("POST", "/command", {"command": "true"}),
+    ("GET", "/journal", None),
+    ("GET", "/journal/frames/" + "0" * 32, None),
     ("GET", "/mcp", None),
     ("POST", "/mcp", PING),
     ("DELETE", "/mcp", None),
@@ -61,6 +63,7 @@ ROUTE_IDS = [f"{method} {path}" for method, path, _ in ROUTES]
 # What each answers with the token (the MCP routes answer the SDK's own errors to these bare requests).
 OPENED = {"/computer-use": 200, "/vnc": 307, "/vnc/vnc.html": 200, "/vnc/core/rfb.js": 200}
 OPENED |= {"/docs": 200, "/openapi.json": 200, "/no-such-route": 404, "/command": 200}
+OPENED |= {"/journal": 200, "/journal/frames/" + "0" * 32: 404}
 OPENED |= {
     f"/compat/bytebot/{path}": 201 for path in ("computer-use", "input-tracking/start", "input-tracking/stop")
 }
@@ -99,6 +102,18 @@ def assert_refused(r: httpx.Response, status: int, fragment: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ token
+
+
+def test_the_routes_checked_are_every_route_of_the_service(guarded: Desktop) -> None:
+    """A new endpoint cannot escape the checks below: each one the OpenAPI lists is in ROUTES."""
+    spec = send(guarded, "GET", "/openapi.json", **BEARER).json()
+    served = {
+        (method.upper(), path.replace("{frame_id}", "0" * 32))
+        for path, item in spec["paths"].items()
+        for method in item
+        if not path.startswith("/health")
+    }
+    assert served <= {(method, path) for method, path, _ in ROUTES}
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ROUTES, ids=ROUTE_IDS)
@@ -176,6 +191,17 @@ def test_a_foreign_origin_changes_nothing_through_the_bytebot_prefix(guarded: De
 def test_a_foreign_origin_may_read_but_gets_no_cors_header(guarded: Desktop) -> None:
     r = send(guarded, "GET", "/openapi.json", Origin=FOREIGN, **BEARER)
     assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+
+
+def test_a_foreign_page_cannot_read_the_journal(guarded: Desktop) -> None:
+    """What a human typed is in the journal: a foreign page's read is answered, but without a CORS header
+    its script never sees it (and without the token it is refused above)."""
+    move_to(guarded, 5, 5)
+    for path in ("/journal", "/journal?since=0&limit=1"):
+        r = send(guarded, "GET", path, Origin=FOREIGN, **BEARER)
+        assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+    r = send(guarded, "POST", "/computer-use", {"action": "cursor_position"}, Origin=FOREIGN, **BEARER)
+    assert_refused(r, 403, "origin")
 
 
 def test_the_mcp_sdk_checks_origins_from_the_same_settings(guarded: Desktop) -> None:

@@ -1,0 +1,85 @@
+"""Others' steps on a task's desktop, read from a real desktop service's journal and merged into a
+trajectory by time, in the format trajectory.py writes."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+
+from deskpilot.computer.client import AsyncDesktop
+from deskpilot.tasks.journal_steps import journal_steps, merge_journal, run_window, task_journal_steps
+from deskpilot.tasks.models import Task
+from deskpilot.tasks.schemas import iso
+from deskpilot.tasks.trajectory import TrajectoryWriter
+from tests.integration.desktop.conftest import serve
+from tests.support.timing import wait_until
+from tests.support.xvfb import Display
+
+
+def test_others_steps_come_from_the_journal_and_interleave_with_the_agents(
+    display: Display, tmp_path: Path
+) -> None:
+    with serve(display, home=tmp_path, files_dir=tmp_path, journal_settle_ms=50) as desktop:
+        start = iso(datetime.now(UTC)) or ""
+        desktop.act(action="move_mouse", coordinates={"x": 40, "y": 40})
+        wait_until(lambda: desktop.http.get("/journal").json()["entries"][-1]["frameAfter"], 10)
+        agent_time = iso(datetime.now(UTC)) or ""
+
+        async def agent_and_api() -> list[Any]:
+            async with AsyncDesktop(desktop.url) as client:
+                await client.acting_for("t-1").action("move_mouse", coordinates={"x": 50, "y": 50})
+                await client.action("screenshot")  # not an input: not a step
+                await client.action(
+                    "click_mouse", coordinates={"x": 60, "y": 60}, button="left", clickCount=1
+                )
+                await client.action("wait", duration=600)  # the click's frame is taken meanwhile
+                return await journal_steps(client, start, iso(datetime.now(UTC)) or "")
+
+        steps = asyncio.run(agent_and_api())
+    assert [(s.actor, s.action["action"]) for s in steps] == [("api", "move_mouse"), ("api", "click_mouse")]
+    assert all(s.frame and s.frame.startswith(b"\x89PNG") for s in steps)
+    assert "evidence" not in steps[0].action and steps[0].outcome == {"error": False, "text": ""}
+
+    writer = TrajectoryWriter()
+    agent = {"step": 1, "time": agent_time, "actor": "agent", "action": {"action": "wait", "duration": 1}}
+    writer.lines = [orjson.dumps({**agent, "outcome": {}, "frameBefore": None, "frameAfter": None})]
+    assert merge_journal(writer, steps) == 3
+    archive = zipfile.ZipFile(io.BytesIO(writer.close({"steps": 3})))
+    lines = [orjson.loads(line) for line in archive.read("trajectory.jsonl").splitlines()[1:]]
+    assert [(s["step"], s["actor"]) for s in lines] == [(1, "api"), (2, "agent"), (3, "api")]
+    assert lines[1]["frameBefore"] == lines[0]["frameAfter"] == lines[2]["frameBefore"]
+    assert all(s["replay"] for s in lines)
+    for line in lines:
+        if line["frameAfter"]:
+            assert archive.read(f"frames/{line['frameAfter']}.png").startswith(b"\x89PNG")
+
+
+def test_a_task_reads_the_journal_of_the_desktop_it_ran_on(display: Display, tmp_path: Path) -> None:
+    never = Task(id="t-0", description="", status="PENDING")
+    assert run_window(never) is None
+    with serve(display, home=tmp_path, files_dir=tmp_path, journal_settle_ms=50) as desktop:
+        desktop.act(action="move_mouse", coordinates={"x": 70, "y": 70})
+        now = datetime.now(UTC)
+        ran = Task(id="t-2", description="", status="COMPLETED", executed_on="elsewhere")
+        ran.executed_at, ran.completed_at = now - timedelta(minutes=1), now + timedelta(seconds=1)
+
+        async def read() -> list[Any]:
+            async def listing() -> list[dict[str, Any]]:
+                return [{"name": "elsewhere", "url": desktop.url + "/"}]
+
+            async with AsyncDesktop("http://127.0.0.1:9") as own:  # nothing there: the fleet's URL is used
+                service: Any = SimpleNamespace(desktop=own, registry=SimpleNamespace(listing=listing))
+                found = await task_journal_steps(service, ran)
+                ran.executed_on = None  # this service's own desktop: unreachable here, so no steps
+                return [found, await task_journal_steps(service, ran)]
+
+        found, unreachable = asyncio.run(read())
+    assert [s.action["coordinates"] for s in found] == [{"x": 70.0, "y": 70.0}]
+    assert unreachable == []
