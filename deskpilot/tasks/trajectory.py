@@ -9,7 +9,8 @@ This builds it from the task's conversation, where the agent keeps each ``comput
 frame it got back, so the agent's steps are recorded at no cost on the hot path. Actions that point into a
 zoom (``inZoom``) carry no ``space`` to replay them in and are marked ``"replay": false``. The file actions
 (``write_file``, ``read_file``) are steps too, without a frame: an image that ``read_file`` returned is the
-file's, not the screen's.
+file's, not the screen's. The other actors' input on the same desktop (API and MCP clients, a human on the
+live view) comes from the desktop's journal (``journal_steps.py``), interleaved by time.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ import binascii
 import hashlib
 import io
 import zipfile
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
 from deskpilot.computer.geometry import SCREEN, png_size
 from deskpilot.computer.tools import CHANGES_SCREEN, PREFIX
+from deskpilot.tasks.journal_steps import JournalStep, merge_journal
 from deskpilot.tasks.models import Message, Task
 from deskpilot.tasks.schemas import iso
 
@@ -124,8 +127,14 @@ class TrajectoryWriter:
         return self.buffer.getvalue()
 
 
-def trajectory(task: Task, messages: list[Message], max_bytes: int | None = None) -> bytes:
-    """The zip of ``task``'s trajectory from its conversation (oldest message first), within ``max_bytes``."""
+def trajectory(
+    task: Task,
+    messages: list[Message],
+    max_bytes: int | None = None,
+    journal: Sequence[JournalStep] = (),
+) -> bytes:
+    """The zip of ``task``'s trajectory from its conversation (oldest message first) and the ``journal``
+    steps of others on its desktop, interleaved by time, within ``max_bytes``."""
     writer = TrajectoryWriter(max_bytes)
     calls: dict[str, tuple[str, dict[str, Any], str]] = {}  # tool_use id -> (name, args, time)
     before: str | None = None
@@ -158,6 +167,7 @@ def trajectory(task: Task, messages: list[Message], max_bytes: int | None = None
                 if writer.step(orjson.dumps(step), steps + 1):
                     steps += 1
                 before = after or before
+    steps = merge_journal(writer, journal)
     header = {
         "format": FORMAT,
         "task": {"id": task.id, "description": task.description, "status": task.status},

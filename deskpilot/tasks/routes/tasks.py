@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from deskpilot.errors import BadRequest
 from deskpilot.tasks.deps import Service
+from deskpilot.tasks.journal_steps import task_journal_steps
 from deskpilot.tasks.retention import check_served
 from deskpilot.tasks.schemas import ErrorOut, TaskPatch, task_detail_json, task_json
 from deskpilot.tasks.trajectory import trajectory
@@ -144,7 +145,9 @@ async def get_trajectory(
     ``AGENT_TRAJECTORY_RETENTION_DAYS`` (docs/evaluation.md)."""
     task, messages, _ = await service.store.get_task_detail(task_id)
     check_served(task, service.settings.trajectory_retention_days)
-    archive = await asyncio.to_thread(trajectory, task, messages, service.settings.trajectory_max_bytes)
+    journal = await task_journal_steps(service, task)
+    max_bytes = service.settings.trajectory_max_bytes
+    archive = await asyncio.to_thread(trajectory, task, messages, max_bytes, journal)
     if video:
         archive = await asyncio.to_thread(with_video, archive, service.settings)
     name = f"trajectory-{task.id}.zip"

@@ -16,8 +16,8 @@ import pytest
 from PIL import Image
 
 from deskpilot.cli import main
-from deskpilot.scripted import ScriptedModel, tool
-from tests.integration.agent.harness import Agent
+from deskpilot.scripted import Answer, Request, ScriptedModel, tool
+from tests.integration.agent.harness import Agent, desktop_action
 from tests.support.xvfb import Display
 
 
@@ -86,6 +86,45 @@ def test_a_recorded_task_downloads_and_replays_on_the_desktop(
     finally:
         window.terminate()
         window.wait(5)
+
+
+def test_another_clients_action_during_the_run_is_a_step_of_the_trajectory_and_replays(
+    agent: Agent,
+    scripted_llm: ScriptedModel,
+    tmp_path: Path,
+    desktop_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def meanwhile(req: Request) -> Answer:
+        # while the model thinks, an API client of the same desktop moves the pointer
+        assert desktop_action(desktop_url, "move_mouse", coordinates={"x": 640, "y": 360}).status_code == 200
+        return tool("computer_wait", duration=800)  # the journal takes its frame once input is quiet
+
+    scripted_llm.play(
+        [
+            tool("computer_move_mouse", coordinates={"x": 100, "y": 100}),
+            meanwhile,
+            tool("set_task_status", status="completed", description="shared"),
+        ]
+    )
+    task = agent.wait(agent.create("Share the desktop")["id"])
+    assert task["status"] == "COMPLETED"
+    r = agent.client.get(f"/tasks/{task['id']}/trajectory")
+    assert r.status_code == 200
+    archive = tmp_path / "shared.zip"
+    archive.write_bytes(r.content)
+    with zipfile.ZipFile(archive) as z:
+        header, *steps = [orjson.loads(line) for line in z.read("trajectory.jsonl").splitlines()]
+    assert [(s["actor"], s["action"]["action"]) for s in steps] == [
+        ("agent", "move_mouse"),
+        ("api", "move_mouse"),
+        ("agent", "wait"),
+    ]
+    assert header["steps"] == 3 and [s["step"] for s in steps] == [1, 2, 3]
+    api = steps[1]
+    assert api["action"]["coordinates"] == {"x": 640, "y": 360} and api["frameAfter"]
+    assert api["frameBefore"] == steps[0]["frameAfter"] and steps[2]["frameBefore"] == api["frameAfter"]
+    assert main(["replay", str(archive), "--url", desktop_url]) == 0, capsys.readouterr().out
 
 
 def test_an_unknown_task_or_archive_is_a_clear_error(
