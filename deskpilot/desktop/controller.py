@@ -161,19 +161,26 @@ class DesktopController:
         return result
 
     async def _after(self, action: actions.Looks, before: evidence.Before) -> evidence.After:
+        inline = self.connections.capture_path is not None
         with self.connections.using() as x:
-            focus, pointer = evidence.focused_and_pointer(x)
+            asked = evidence.ask(x, pointer=True)
+            now = self._damage_count() if inline else None  # its round trip overlaps the reads asked
+            focus, pointer = evidence.answer(x, asked)
             keyboard = getattr(action, "action", "") in KEYBOARD_ACTIONS
             keys = evidence.keys_to(x) if keyboard else False
-        now = await self._damage_now()
+        if not inline:
+            now = await self._damage_now()
         watcher = self.connections.damage() if now is not None else None
         damaged = watcher.damaged_since(before.changes) if watcher and before.changes is not None else None
         return evidence.After(focus, pointer, now, damaged, keys)
 
     async def _before(self) -> evidence.Before:
+        inline = self.connections.capture_path is not None
         with self.connections.using() as x:
-            focus = evidence.focused(x)
-        return evidence.Before(focus, await self._damage_now())
+            asked = evidence.ask(x)
+            changes = self._damage_count() if inline else None  # its round trip overlaps the read asked
+            focus, _ = evidence.answer(x, asked)
+        return evidence.Before(focus, changes if inline else await self._damage_now())
 
     async def _damage_now(self) -> int | None:
         """The damage count after a round trip: in line once the capture connection is open (one request,

@@ -45,13 +45,26 @@ def focused(x: XConnection) -> Focus | None:
     return _focus(x, _read(x, x.root.id, "_NET_ACTIVE_WINDOW", Xatom.WINDOW))
 
 
-def focused_and_pointer(x: XConnection) -> tuple[Focus | None, tuple[int, int]]:
-    """``focused`` and where the pointer is, the pointer read with the active window in one round trip."""
+Asked = tuple[request.GetProperty, request.QueryPointer | None]
+
+
+def ask(x: XConnection, pointer: bool = False) -> Asked:
+    """Send the read of the active window (and of the pointer) without waiting: the caller's round trip on
+    another connection (the damage count) then overlaps theirs. ``answer`` reads the replies."""
     active = _read(x, x.root.id, "_NET_ACTIVE_WINDOW", Xatom.WINDOW)
-    pointer = request.QueryPointer(display=x.display.display, defer=True, window=x.root.id)
+    where = request.QueryPointer(display=x.display.display, defer=True, window=x.root.id) if pointer else None
+    x.display.flush()
+    return active, where
+
+
+def answer(x: XConnection, asked: Asked) -> tuple[Focus | None, tuple[int, int]]:
+    """The active window and the pointer (0, 0 when not asked) that ``ask`` sent for."""
+    active, where = asked
     focus = _focus(x, active)
-    pointer.reply()
-    return focus, (int(pointer.root_x), int(pointer.root_y))
+    if where is None:
+        return focus, (0, 0)
+    where.reply()
+    return focus, (int(where.root_x), int(where.root_y))
 
 
 def _read(x: XConnection, wid: int, name: str, kind: int) -> request.GetProperty:
