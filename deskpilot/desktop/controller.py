@@ -57,6 +57,7 @@ class DesktopController:
         self.connections = Connections(self.settings)
         # the display probe in flight: a hanging X server holds one worker thread, never more, never the loop
         self._probe: asyncio.Future[None] | None = None
+        self._focus_guess = 0  # the window active at the last evidence: its title and class are asked early
         tune_malloc()
         shared = Input(self.connections)
         mouse, keyboard = MouseActions(shared), KeyboardActions(shared)
@@ -163,7 +164,8 @@ class DesktopController:
     async def _after(self, action: actions.Looks, before: evidence.Before) -> evidence.After:
         inline = self.connections.capture_path is not None
         with self.connections.using() as x:
-            asked = evidence.ask(x, pointer=True)
+            guess = before.focus.id if before.focus else 0
+            asked = evidence.ask(x, pointer=True, guess=guess)
             now = self._damage_count() if inline else None  # its round trip overlaps the reads asked
             focus, pointer = evidence.answer(x, asked)
             keyboard = getattr(action, "action", "") in KEYBOARD_ACTIONS
@@ -177,9 +179,10 @@ class DesktopController:
     async def _before(self) -> evidence.Before:
         inline = self.connections.capture_path is not None
         with self.connections.using() as x:
-            asked = evidence.ask(x)
+            asked = evidence.ask(x, guess=self._focus_guess)
             changes = self._damage_count() if inline else None  # its round trip overlaps the read asked
             focus, _ = evidence.answer(x, asked)
+            self._focus_guess = focus.id if focus else 0
         return evidence.Before(focus, changes if inline else await self._damage_now())
 
     async def _damage_now(self) -> int | None:

@@ -45,26 +45,35 @@ def focused(x: XConnection) -> Focus | None:
     return _focus(x, _read(x, x.root.id, "_NET_ACTIVE_WINDOW", Xatom.WINDOW))
 
 
-Asked = tuple[request.GetProperty, request.QueryPointer | None]
+@dataclass(slots=True)
+class Asked:
+    """Reads sent and not yet answered (``ask``)."""
+
+    active: request.GetProperty
+    guess: int  # the window likely active: its title and class were asked along (0: none)
+    names: list[request.GetProperty]
+    pointer: request.QueryPointer | None
 
 
-def ask(x: XConnection, pointer: bool = False) -> Asked:
+def ask(x: XConnection, pointer: bool = False, guess: int = 0) -> Asked:
     """Send the read of the active window (and of the pointer) without waiting: the caller's round trip on
-    another connection (the damage count) then overlaps theirs. ``answer`` reads the replies."""
+    another connection (the damage count) then overlaps theirs. With ``guess`` (the window active last
+    time), its title and class go along: when it is still the active one, as it mostly is, they come in
+    the same round trip. ``answer`` reads the replies."""
     active = _read(x, x.root.id, "_NET_ACTIVE_WINDOW", Xatom.WINDOW)
+    names = _names(x, guess) if guess else []
     where = request.QueryPointer(display=x.display.display, defer=True, window=x.root.id) if pointer else None
     x.display.flush()
-    return active, where
+    return Asked(active, guess, names, where)
 
 
 def answer(x: XConnection, asked: Asked) -> tuple[Focus | None, tuple[int, int]]:
     """The active window and the pointer (0, 0 when not asked) that ``ask`` sent for."""
-    active, where = asked
-    focus = _focus(x, active)
-    if where is None:
+    focus = _focus(x, asked.active, asked.guess, asked.names)
+    if asked.pointer is None:
         return focus, (0, 0)
-    where.reply()
-    return focus, (int(where.root_x), int(where.root_y))
+    asked.pointer.reply()
+    return focus, (int(asked.pointer.root_x), int(asked.pointer.root_y))
 
 
 def _read(x: XConnection, wid: int, name: str, kind: int) -> request.GetProperty:
@@ -82,17 +91,27 @@ def _read(x: XConnection, wid: int, name: str, kind: int) -> request.GetProperty
     )
 
 
-def _focus(x: XConnection, active: request.GetProperty) -> Focus | None:
-    """The window ``active`` (a read of _NET_ACTIVE_WINDOW) names, its title and class read together."""
+def _names(x: XConnection, wid: int) -> list[request.GetProperty]:
+    """The reads of a window's title and class (WM_NAME, WM_CLASS, _NET_WM_NAME), sent together."""
+    reads = [_read(x, wid, name, kind) for name, kind in TITLE_AND_CLASS]
+    return [*reads, _read(x, wid, "_NET_WM_NAME", x.atom("UTF8_STRING"))]
+
+
+def _focus(
+    x: XConnection,
+    active: request.GetProperty,
+    guess: int = 0,
+    names: list[request.GetProperty] | None = None,
+) -> Focus | None:
+    """The window ``active`` (a read of _NET_ACTIVE_WINDOW) names, its title and class read together (or
+    already asked for, when it is ``guess``; a guess that was wrong is left unread)."""
     active.reply()
     fmt, value = _value(active)
     wid = int(value[0]) if fmt == 32 and len(value) else 0
     if not wid:
         return None
     utf8 = x.atom("UTF8_STRING")
-    reads = [_read(x, wid, name, kind) for name, kind in TITLE_AND_CLASS] + [
-        _read(x, wid, "_NET_WM_NAME", utf8)
-    ]
+    reads = names if names and wid == guess else _names(x, wid)
     try:
         for read in reads:
             read.reply()

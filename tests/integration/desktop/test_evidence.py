@@ -76,3 +76,17 @@ def test_evidence_is_a_boolean(desktop: Desktop) -> None:
     for value in ("yes", 1, None):
         r = desktop.post(**click(5, 1075, evidence=value))
         assert r.status_code == 400, r.text
+
+
+def test_the_window_active_last_time_may_be_gone(desktop: Desktop, probe: Callable[..., Probe]) -> None:
+    # the title and class of the window active at the last evidence are asked for early: a window that
+    # closed since, or another one active now, reads as it is
+    gone, stays = probe(x=100, y=500), probe(x=900, y=500)
+    desktop.act(**click(gone.x + 20, gone.y + 20, settle={"quietMs": 100, "maxMs": 2000}))
+    ev = desktop.act(**click(gone.x + 25, gone.y + 20, evidence=True))["evidence"]
+    assert ev["focusAfter"]["id"] == gone.wid
+    gone.proc.kill()
+    gone.proc.wait(5)
+    desktop.act(**click(stays.x + 20, stays.y + 20, settle={"quietMs": 100, "maxMs": 2000}))
+    ev = desktop.act(**click(stays.x + 30, stays.y + 20, evidence=True))["evidence"]
+    assert ev["focusBefore"]["title"] == stays.title == ev["focusAfter"]["title"], ev
