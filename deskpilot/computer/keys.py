@@ -83,6 +83,15 @@ def char_keysym(char: str) -> int:
     return 0x01000000 + code
 
 
+def keysym_char(keysym: int) -> str | None:
+    """The character a keysym types, if any: ``char_keysym`` the other way (control keys excepted)."""
+    if 0x20 <= keysym <= 0x7E or 0xA0 <= keysym <= 0xFF:
+        return chr(keysym)
+    if 0x01000100 <= keysym <= 0x0110FFFF:
+        return chr(keysym - 0x01000000)
+    return None
+
+
 def is_typeable(char: str) -> bool:
     return char in CONTROL_CHARS or not (ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0)
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from deskpilot.computer.fields import MAX_CLICKS, MAX_SCROLLS
 from deskpilot.computer.geometry import SCREEN
-from deskpilot.computer.keys import key_name
+from deskpilot.computer.keys import key_name, keysym_char
 from deskpilot.desktop.rfb import ClientStream, ProtocolError, key_event, pointer_event
 
 log = logging.getLogger(__name__)
@@ -43,15 +43,6 @@ SLOP = 4  # pixels a press may move and still be a click
 DOUBLE_CLICK_S = 0.4
 TEXT_PAUSE_S = 1.0  # typing that stops this long is one type_text
 MAX_PATH = 200  # points of a drag kept (later moves replace the last)
-
-
-def typed_char(keysym: int) -> str | None:
-    """The character a keysym types, if any (Latin-1, or a Unicode keysym)."""
-    if 0x20 <= keysym <= 0x7E or 0xA0 <= keysym <= 0xFF:
-        return chr(keysym)
-    if 0x01000100 <= keysym <= 0x0110FFFF:
-        return chr(keysym - 0x01000000)
-    return None
 
 
 def _point(x: int, y: int) -> dict[str, int]:
@@ -101,7 +92,7 @@ class HumanInput:
             return
         if not down:
             return
-        char, name = typed_char(keysym), key_name(keysym)
+        char, name = keysym_char(keysym), key_name(keysym)
         chord = any(sym in CHORD_MODIFIERS for sym in self._held)
         if char is not None and not chord:
             self._grow("type_text", lambda a: a.update(text=a["text"] + char), {"text": char})

@@ -239,3 +239,13 @@ def test_application_table_covers_every_launchable_identifier() -> None:
     assert APPLICATIONS["terminal"].argv == ("xfce4-terminal", "--disable-server")
     assert matches(AppSpec(("thunderbird",), "thunderbird"), ("Mail", "thunderbird-default"))
     assert not matches(AppSpec(("geany",), "Geany"), ("geanyx", "Other"))
+
+
+@pytest.mark.parametrize(
+    ("sym", "char"),
+    [(0x41, "A"), (0xE9, "é"), (0x01000000 + 0x7F8E, "美"), (0xFF0D, None)],  # Return: none
+)
+def test_keysym_char(sym: int, char: str | None) -> None:
+    assert keys.keysym_char(sym) == char
+    if char is not None:
+        assert keys.char_keysym(char) == sym  # the two are each other's inverse

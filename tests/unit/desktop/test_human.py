@@ -5,10 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-import pytest
-
 from deskpilot.computer.actions import parse_action
-from deskpilot.desktop import human
 from deskpilot.desktop.human import HumanInput
 
 HANDSHAKE = b"RFB 003.008\n" + bytes([1]) + bytes([1])
@@ -100,10 +97,3 @@ def test_a_stream_it_cannot_follow_stops_the_recording_only() -> None:
     h.feed(pointer(1, 1, 1) + pointer(1, 1))
     h.flush()
     assert out == []
-
-
-@pytest.mark.parametrize(
-    ("sym", "char"), [(0x41, "A"), (0xE9, "é"), (0x01000000 + 0x7F8E, "美"), (RETURN, None)]
-)
-def test_typed_char(sym: int, char: str | None) -> None:
-    assert human.typed_char(sym) == char
