@@ -10,6 +10,15 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
+from pydantic import ValidationError
+
+
+def first_problem(exc: ValidationError, whole: str = "") -> str:
+    """``where: what`` of the first problem pydantic found (``where`` is ``whole`` for the input itself)."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or whole
+    return f"{where}: {first['msg']}"
+
 
 class ServiceError(Exception):
     """A client-facing failure: ``message`` says what is wrong, ``status`` is the HTTP status."""

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from deskpilot.desktop.session import Launch
-from deskpilot.errors import InvalidAction
+from deskpilot.errors import InvalidAction, first_problem
 
 MAX_OUTPUT = 64 << 10  # bytes of stdout and of stderr each; the rest is cut off (`truncated`)
 MAX_SECONDS = 120.0
@@ -52,9 +52,7 @@ def parse_request(body: object) -> CommandRequest:
     try:
         return CommandRequest.model_validate(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise InvalidAction(f"command: {where}: {first['msg']}") from None
+        raise InvalidAction(f"command: {first_problem(exc, 'body')}") from None
 
 
 async def run(launch: Launch, request: CommandRequest) -> CommandResult:

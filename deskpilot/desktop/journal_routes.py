@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from deskpilot.desktop.journal import ACTORS
-from deskpilot.errors import InvalidAction
+from deskpilot.errors import InvalidAction, first_problem
 from deskpilot.web import json_response
 
 ACTOR_HEADER, TASK_HEADER = "X-Deskpilot-Actor", "X-Deskpilot-Task"
@@ -79,9 +79,7 @@ def parse_query(params: dict[str, str]) -> JournalQuery:
     try:
         return JournalQuery.model_validate(params)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise InvalidAction(f"{where}: {first['msg']}") from None
+        raise InvalidAction(first_problem(exc)) from None
 
 
 def _parameter(name: str, field: dict[str, Any]) -> dict[str, Any]:

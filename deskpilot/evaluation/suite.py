@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from deskpilot.computer.fields import ApplicationName
+from deskpilot.errors import first_problem
 
 
 class _TaskPart(BaseModel):
@@ -146,9 +147,7 @@ def load_task(file: Path) -> EvalTask:
     try:
         return EvalTask.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise SuiteError(f"{file}: {where}: {first['msg']}") from None
+        raise SuiteError(f"{file}: {first_problem(exc)}") from None
 
 
 def _clip(text: str, n: int = 200) -> str:
