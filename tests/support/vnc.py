@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 
 from tests.support.net import free_port
 from tests.support.xvfb import Display
@@ -24,3 +26,14 @@ def start_x11vnc(display: Display, timeout: float = 10) -> tuple[subprocess.Pope
                 proc.kill()
                 raise RuntimeError("x11vnc did not start") from None
             time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def x11vnc(display: Display) -> Iterator[int]:
+    """x11vnc on ``display`` for the block: its port; stopped at the end."""
+    proc, port = start_x11vnc(display)
+    try:
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -17,7 +17,7 @@ from deskpilot.desktop.api import create_app as desktop_app
 from tests.support.browser import PageErrors, launch_chromium
 from tests.support.desktop_files import private_files_dir
 from tests.support.net import ServerThread
-from tests.support.vnc import start_x11vnc
+from tests.support.vnc import x11vnc
 from tests.support.xvfb import Display, managed_display
 
 
@@ -45,10 +45,8 @@ def desktop_files() -> Iterator[Path]:
 @pytest.fixture(scope="package")
 def vnc_port(ui_display: Display) -> Iterator[int]:
     """x11vnc on the UI tests' display."""
-    proc, port = start_x11vnc(ui_display)
-    yield port
-    proc.terminate()
-    proc.wait(10)
+    with x11vnc(ui_display) as port:
+        yield port
 
 
 @pytest.fixture(scope="package")

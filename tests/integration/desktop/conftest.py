@@ -33,6 +33,7 @@ from deskpilot.desktop.controller import DesktopController
 from tests.support.net import ServerThread
 from tests.support.security import security as open_security
 from tests.support.timing import wait_until
+from tests.support.vnc import x11vnc
 from tests.support.xvfb import Display
 
 PROBE = Path(__file__).with_name("probe_tk.py")
@@ -296,3 +297,10 @@ def map_input_window(desktop: Desktop, x: int, y: int, w: int, h: int):
     win.map()
     d.sync()
     return d, win
+
+
+@pytest.fixture(scope="module")
+def vnc_port(display: Display) -> Iterator[int]:
+    """x11vnc on the module's display, as supervisord runs it in the appliance: its port."""
+    with x11vnc(display) as port:
+        yield port

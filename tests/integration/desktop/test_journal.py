@@ -22,18 +22,9 @@ from deskpilot.computer.client import AsyncDesktop
 from tests.integration.desktop.conftest import Desktop, serve
 from tests.integration.desktop.test_vnc_bridge import RawRFB
 from tests.support.timing import wait_until
-from tests.support.vnc import start_x11vnc
 from tests.support.xvfb import Display
 
 CTRL, L = 0xFFE3, 0x6C
-
-
-@pytest.fixture(scope="module")
-def vnc_port(display: Display) -> Iterator[int]:
-    proc, port = start_x11vnc(display)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

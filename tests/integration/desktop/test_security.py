@@ -26,7 +26,6 @@ from websockets.exceptions import InvalidStatus
 from deskpilot.security import digest
 from tests.integration.desktop.conftest import Desktop, serve
 from tests.support.security import BEARER, TOKEN, with_digest, with_token
-from tests.support.vnc import start_x11vnc
 from tests.support.xvfb import Display
 
 ATTACKER = "attacker.example"
@@ -67,14 +66,6 @@ OPENED |= {"/journal": 200, "/journal/frames/" + "0" * 32: 404}
 OPENED |= {
     f"/compat/bytebot/{path}": 201 for path in ("computer-use", "input-tracking/start", "input-tracking/stop")
 }
-
-
-@pytest.fixture(scope="module")
-def vnc_port(display: Display) -> Iterator[int]:
-    proc, port = start_x11vnc(display)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

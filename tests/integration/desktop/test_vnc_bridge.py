@@ -24,23 +24,14 @@ from deskpilot.desktop.api import create_app
 from tests.integration.desktop.conftest import XReader
 from tests.support.net import ServerThread, free_port
 from tests.support.timing import wait_until
-from tests.support.vnc import start_x11vnc
 from tests.support.xvfb import Display
 
 FRAME_HEADERS = {"x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'self'"}
 
 
 @pytest.fixture(scope="module")
-def x11vnc(display: Display) -> Iterator[int]:
-    proc, port = start_x11vnc(display)
-    yield port
-    proc.terminate()
-    proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def desktop(x11vnc: int, monkeypatch_module) -> Iterator[str]:
-    monkeypatch_module.setenv("DESKTOP_VNC_PORT", str(x11vnc))
+def desktop(vnc_port: int, monkeypatch_module) -> Iterator[str]:
+    monkeypatch_module.setenv("DESKTOP_VNC_PORT", str(vnc_port))
     with ServerThread(create_app()) as server:
         yield server.url
 
