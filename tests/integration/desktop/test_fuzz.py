@@ -44,6 +44,18 @@ def _clamp(body: object, files_dir: Path) -> None:
         body["path"] = body["path"][:50]
 
 
+def fuzzing(examples: int) -> settings:
+    """Hypothesis settings of these fuzz tests: ``examples`` cases, reported at the first failure (no
+    minutes spent shrinking it), no deadline, no example database, no health check."""
+    return settings(
+        max_examples=examples,
+        phases=[Phase.explicit, Phase.generate],
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory):
     files_dir = tmp_path_factory.mktemp("fuzz-files")
@@ -71,13 +83,7 @@ def test_no_generated_request_causes_a_server_error(fuzz_server) -> None:
     )
     http = httpx.Client(timeout=30, headers=BEARER)
 
-    @settings(
-        max_examples=150,
-        phases=[Phase.explicit, Phase.generate],  # report the first failure, do not spend minutes shrinking
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzzing(150)
     @given(case=cases)
     def check(case) -> None:
         _clamp(case.body, files_dir)
@@ -101,13 +107,7 @@ def test_no_malformed_command_request_causes_a_server_error_or_runs(fuzz_server)
     url, openapi, _ = fuzz_server
     operation = schemathesis.openapi.from_dict(openapi)["/command"]["POST"]
 
-    @settings(
-        max_examples=80,
-        phases=[Phase.explicit, Phase.generate],
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzzing(80)
     @given(case=operation.as_strategy(GenerationMode.NEGATIVE))
     def check(case) -> None:
         r = case.call(base_url=url, headers=BEARER, timeout=20)
@@ -125,13 +125,7 @@ def test_no_generated_journal_query_causes_a_server_error(fuzz_server) -> None:
         operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE)
     )
 
-    @settings(
-        max_examples=80,
-        phases=[Phase.explicit, Phase.generate],
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzzing(80)
     @given(case=cases)
     def check(case) -> None:
         r = case.call(base_url=url, headers=BEARER, timeout=20)
