@@ -3,20 +3,16 @@
 The agent's own steps come from the task's conversation. What API and MCP clients did on the same desktop,
 and a human during a takeover, is in the desktop service's journal (``GET /journal``, docs/desktop-api.md):
 ``journal_steps`` reads the input actions of those actors within the task's run window (from its first
-start to its end, or now) with their frames, and ``merge_journal`` interleaves them with the agent's steps
-by time, in the trajectory's step format: the steps renumbered, each ``frameBefore`` the frame after the
-step before it.
+start to its end, or now) with their frames; ``trajectory.trajectory`` interleaves them with the agent's
+steps by time.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
 from deskpilot.tasks.models import Task
@@ -24,7 +20,6 @@ from deskpilot.tasks.schemas import iso
 
 if TYPE_CHECKING:
     from deskpilot.tasks.service import TaskService
-    from deskpilot.tasks.trajectory import TrajectoryWriter
 
 log = logging.getLogger(__name__)
 
@@ -99,23 +94,3 @@ async def task_journal_steps(service: TaskService, task: Task) -> list[JournalSt
     finally:
         if not own:
             await desktop.aclose()
-
-
-def merge_journal(writer: TrajectoryWriter, journal: Sequence[JournalStep]) -> int:
-    """Interleave ``journal`` with the steps ``writer`` holds, by time; returns the number of steps."""
-    if not journal:
-        return len(writer.lines)
-    steps: list[dict[str, Any]] = [orjson.loads(line) for line in writer.lines]
-    for other in journal:
-        after = writer.frame(other.frame)
-        fields: dict[str, Any] = {"time": other.time, "actor": other.actor, "action": other.action}
-        steps.append({**fields, "outcome": other.outcome, "frameAfter": after})
-    steps.sort(key=lambda step: str(step["time"]))  # stable: the agent's steps keep their order
-    before: str | None = None
-    for number, step in enumerate(steps, 1):
-        step["step"], step["frameBefore"] = number, before
-        step.setdefault("replay", True)
-        before = step["frameAfter"] or before
-    keys = ("step", "time", "actor", "action", "outcome", "frameBefore", "frameAfter", "replay")
-    writer.lines = [orjson.dumps({k: step[k] for k in keys}) for step in steps]
-    return len(steps)

@@ -27,7 +27,7 @@ import orjson
 
 from deskpilot.computer.geometry import SCREEN, png_size
 from deskpilot.computer.tools import CHANGES_SCREEN, PREFIX
-from deskpilot.tasks.journal_steps import JournalStep, merge_journal
+from deskpilot.tasks.journal_steps import JournalStep
 from deskpilot.tasks.models import Message, Task
 from deskpilot.tasks.schemas import iso
 
@@ -136,9 +136,42 @@ def trajectory(
     """The zip of ``task``'s trajectory from its conversation (oldest message first) and the ``journal``
     steps of others on its desktop, interleaved by time, within ``max_bytes``."""
     writer = TrajectoryWriter(max_bytes)
-    calls: dict[str, tuple[str, dict[str, Any], str]] = {}  # tool_use id -> (name, args, time)
+    steps = _agent_steps(writer, messages)
+    steps += [
+        {
+            "time": other.time,
+            "actor": other.actor,
+            "action": other.action,
+            "outcome": other.outcome,
+            "frameAfter": writer.frame(other.frame),
+            "replay": True,
+        }
+        for other in journal
+    ]
+    steps.sort(key=lambda step: str(step["time"]))  # stable: the agent's steps keep their order
     before: str | None = None
-    steps = 0
+    written = 0
+    for number, step in enumerate(steps, 1):
+        line = {"step": number, "time": step["time"], "actor": step["actor"], "action": step["action"]}
+        line |= {"outcome": step["outcome"], "frameBefore": before, "frameAfter": step["frameAfter"]}
+        if writer.step(orjson.dumps({**line, "replay": step["replay"]}), number):
+            written += 1
+        before = step["frameAfter"] or before
+    header = {
+        "format": FORMAT,
+        "task": {"id": task.id, "description": task.description, "status": task.status},
+        "screen": {"width": SCREEN.width, "height": SCREEN.height},
+        "steps": written,
+        "truncated": writer.truncation(),
+    }
+    return writer.close(header)
+
+
+def _agent_steps(writer: TrajectoryWriter, messages: list[Message]) -> list[dict[str, Any]]:
+    """The agent's ``computer_*`` calls with their results, unnumbered; their frames go into ``writer`` as
+    they come (so no more than one decoded frame is held at a time)."""
+    calls: dict[str, tuple[str, dict[str, Any], str]] = {}  # tool_use id -> (name, args, time)
+    steps: list[dict[str, Any]] = []
     for message in messages:
         for block in message.content or []:
             if block.get("type") == "tool_use" and str(block.get("name", "")).startswith(PREFIX):
@@ -153,26 +186,14 @@ def trajectory(
                 content: list[dict[str, Any]] = raw if isinstance(raw, list) else []
                 png = _frame(content) if _shows_screen(name) else None
                 action, replayable = _action(name, args, png)
-                after = writer.frame(png, steps + 1)
-                step = {
-                    "step": steps + 1,
-                    "time": when,
-                    "actor": "agent",
-                    "action": action,
-                    "outcome": {"error": bool(block.get("is_error")), "text": _text(content)},
-                    "frameBefore": before,
-                    "frameAfter": after,
-                    "replay": replayable,
-                }
-                if writer.step(orjson.dumps(step), steps + 1):
-                    steps += 1
-                before = after or before
-    steps = merge_journal(writer, journal)
-    header = {
-        "format": FORMAT,
-        "task": {"id": task.id, "description": task.description, "status": task.status},
-        "screen": {"width": SCREEN.width, "height": SCREEN.height},
-        "steps": steps,
-        "truncated": writer.truncation(),
-    }
-    return writer.close(header)
+                steps.append(
+                    {
+                        "time": when,
+                        "actor": "agent",
+                        "action": action,
+                        "outcome": {"error": bool(block.get("is_error")), "text": _text(content)},
+                        "frameAfter": writer.frame(png, len(steps) + 1),
+                        "replay": replayable,
+                    }
+                )
+    return steps

@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 
 from deskpilot.computer.client import AsyncDesktop
-from deskpilot.tasks.journal_steps import journal_steps, merge_journal, run_window, task_journal_steps
+from deskpilot.tasks.journal_steps import journal_steps, run_window, task_journal_steps
 from deskpilot.tasks.models import Task
 from deskpilot.tasks.schemas import iso
-from deskpilot.tasks.trajectory import TrajectoryWriter
+from deskpilot.tasks.trajectory import trajectory
 from tests.integration.desktop.conftest import serve
 from tests.support.timing import wait_until
 from tests.support.xvfb import Display
@@ -30,7 +30,7 @@ def test_others_steps_come_from_the_journal_and_interleave_with_the_agents(
         start = iso(datetime.now(UTC)) or ""
         desktop.act(action="move_mouse", coordinates={"x": 40, "y": 40})
         wait_until(lambda: desktop.http.get("/journal").json()["entries"][-1]["frameAfter"], 10)
-        agent_time = iso(datetime.now(UTC)) or ""
+        agent_moment = datetime.now(UTC)
 
         async def agent_and_api() -> list[Any]:
             async with AsyncDesktop(desktop.url) as client:
@@ -47,12 +47,14 @@ def test_others_steps_come_from_the_journal_and_interleave_with_the_agents(
     assert all(s.frame and s.frame.startswith(b"\x89PNG") for s in steps)
     assert "evidence" not in steps[0].action and steps[0].outcome == {"error": False, "text": ""}
 
-    writer = TrajectoryWriter()
-    agent = {"step": 1, "time": agent_time, "actor": "agent", "action": {"action": "wait", "duration": 1}}
-    writer.lines = [orjson.dumps({**agent, "outcome": {}, "frameBefore": None, "frameAfter": None})]
-    assert merge_journal(writer, steps) == 3
-    archive = zipfile.ZipFile(io.BytesIO(writer.close({"steps": 3})))
-    lines = [orjson.loads(line) for line in archive.read("trajectory.jsonl").splitlines()[1:]]
+    # the agent waited between the two: its call and result, as its conversation keeps them
+    call = {"type": "tool_use", "id": "c1", "name": "computer_wait", "input": {"duration": 1}}
+    done = {"type": "tool_result", "tool_use_id": "c1", "content": []}
+    messages = [SimpleNamespace(content=[call, done], created_at=agent_moment)]
+    task = SimpleNamespace(id="t-1", description="d", status="COMPLETED")
+    archive = zipfile.ZipFile(io.BytesIO(trajectory(task, messages, journal=steps)))  # type: ignore[arg-type]
+    header, *lines = [orjson.loads(line) for line in archive.read("trajectory.jsonl").splitlines()]
+    assert header["steps"] == 3
     assert [(s["step"], s["actor"]) for s in lines] == [(1, "api"), (2, "agent"), (3, "api")]
     assert lines[1]["frameBefore"] == lines[0]["frameAfter"] == lines[2]["frameBefore"]
     assert all(s["replay"] for s in lines)
