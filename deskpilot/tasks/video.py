@@ -49,8 +49,8 @@ def encode(frames: list[bytes], folder: Path, ffmpeg: str, fps: float, timeout: 
     """The MP4 of ``frames`` (PNGs), encoded in ``folder``."""
     for number, png in enumerate(frames):
         (folder / f"{number:06d}.png").write_bytes(png)
-    size = png_size(frames[0])
-    width, height = (size.width // 2 * 2, size.height // 2 * 2) if size else (1280, 720)
+    size = png_size(frames[0])  # frames come from the archive: PNGs, so it has a size
+    width, height = size.width // 2 * 2, size.height // 2 * 2
     out = folder / NAME
     command = [
         ffmpeg, "-nostdin", "-loglevel", "error", "-framerate", f"{fps:g}", "-i", str(folder / "%06d.png"),
