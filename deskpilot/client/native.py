@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,9 +40,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def free_display(numbers: range = range(100, 400)) -> str:
-    """A display number of ``numbers`` with no lock file and no socket, file or abstract (Xvfb must get a
-    fixed one from supervisord)."""
+def free_displays(numbers: range = range(100, 400)) -> Iterator[int]:
+    """The display numbers of ``numbers``, in random order, with no lock file and no socket, file or abstract,
+    when asked (another server may take one meanwhile: whoever starts one retries with the next)."""
     try:
         unix = Path("/proc/net/unix").read_text()
     except OSError:
@@ -54,7 +55,13 @@ def free_display(numbers: range = range(100, 400)) -> str:
             and not Path(f"/tmp/.X{n}-lock").exists()
             and not Path(f"/tmp/.X11-unix/X{n}").exists()
         ):
-            return f":{n}"
+            yield n
+
+
+def free_display(numbers: range = range(100, 400)) -> str:
+    """A free display number of ``numbers`` (Xvfb must get a fixed one from supervisord)."""
+    for n in free_displays(numbers):
+        return f":{n}"
     raise ApplianceError("no free X display number")
 
 

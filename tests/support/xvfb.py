@@ -1,4 +1,4 @@
-"""A private Xvfb display (and window manager) per test session, on a display number Xvfb picks itself."""
+"""A private Xvfb display (and window manager) per test session, on a free display number of :20-:99."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from deskpilot.client.native import free_displays
 
 # The appliance's Xfce settings (scripts/appliance.sh installs them into the desktop user's home at start)
 ROOTFS_CONFIG = Path(__file__).resolve().parents[2] / "rootfs" / "home" / "user" / ".config"
@@ -79,6 +81,11 @@ def _terminate(proc: subprocess.Popen) -> None:
         proc.wait(timeout=5)
 
 
+# never :0, where `make run` puts the appliance's (Xvfb's own choice with -displayfd alone starts there), and
+# not the numbers the client gives sandboxes (deskpilot.client.native.free_display: 100-399)
+NUMBERS = range(20, 100)
+
+
 def start_xvfb(
     width: int = 1920,
     height: int = 1080,
@@ -86,11 +93,22 @@ def start_xvfb(
     extra_args: Sequence[str] = (),
     user: str | None = None,
 ) -> Display:
-    """Start Xvfb with -displayfd so it picks a free display number (never clashes with :0 or a neighbour).
+    """Start Xvfb on a free display number of ``NUMBERS``.
 
     ``extra_args`` go to Xvfb as they are (``["-extension", "MIT-SHM"]`` takes an extension away); ``user``
     runs it as that user (the test must run as root then).
     """
+    for number in free_displays(NUMBERS):
+        display = _try_display(number, width, height, depth, extra_args, user)
+        if display is not None:
+            return display
+    raise RuntimeError(f"no free display number in :{NUMBERS.start}-:{NUMBERS.stop - 1}")
+
+
+def _try_display(
+    number: int, width: int, height: int, depth: int, extra_args: Sequence[str], user: str | None
+) -> Display | None:
+    """Xvfb on ``:number``, or None when another server took that number first (a parallel test run)."""
     read_fd, write_fd = os.pipe()
     creds: dict[str, Any] = {}
     if user is not None:
@@ -99,7 +117,8 @@ def start_xvfb(
     proc = subprocess.Popen(
         [
             "Xvfb",
-            "-displayfd",
+            f":{number}",
+            "-displayfd",  # written once the server listens: the readiness signal
             str(write_fd),
             "-screen",
             "0",
@@ -119,10 +138,11 @@ def start_xvfb(
     )
     os.close(write_fd)
     with os.fdopen(read_fd) as pipe:
-        number = pipe.readline().strip()
-    if not number:
+        reported = pipe.readline().strip()
+    if reported != str(number):  # it exited: the number is taken (its lock file is another server's)
         _terminate(proc)
-        raise RuntimeError("Xvfb did not report a display number")
+        proc.wait()
+        return None
     name = f":{number}"
     socket = Path(f"/tmp/.X11-unix/X{number}")
     deadline = time.monotonic() + 10

@@ -170,3 +170,14 @@ def test_a_reply_wait_that_spins_is_cut_by_the_watchdog(bare_display: Display) -
         x.release_all()
     assert time.monotonic() - started < 2 and x.severed
     x.close()  # does not touch the locks the cut call may hold
+
+
+def test_test_displays_keep_clear_of_the_appliances_and_of_each_other() -> None:
+    """A test's Xvfb never takes :0 (`make run` may start beside the suite) and two never share a number."""
+    first, second = start_xvfb(), start_xvfb()
+    try:
+        numbers = {int(d.name.lstrip(":")) for d in (first, second)}
+        assert len(numbers) == 2 and all(20 <= n < 100 for n in numbers), numbers
+    finally:
+        first.stop()
+        second.stop()
