@@ -170,19 +170,25 @@ class SharedFrame:
         frame = np.ctypeslib.as_array(buf).reshape(height, width, 4)
         return cls(display, ext.major_opcode, segment, address, frame)
 
-    def grab(self, root: object) -> np.ndarray:
+    def grab(self, root: object, rows: tuple[int, int] | None = None) -> np.ndarray:
+        """Only ``rows`` (top, bottom) when given: the server writes them in place (a band of whole rows has the
+        frame's stride), the other rows keep what the last grab put there."""
+        height = self._frame.shape[0]
+        top, bottom = (max(0, rows[0]), min(height, rows[1])) if rows is not None else (0, height)
+        if bottom <= top:
+            return self._frame  # nothing was drawn since the last grab
         _ShmGetImage(
             display=self._display.display,
             opcode=self._opcode,
             drawable=root,
             x=0,
-            y=0,
+            y=top,
             width=self._frame.shape[1],
-            height=self._frame.shape[0],
+            height=bottom - top,
             plane_mask=0xFFFFFFFF,
             format=X.ZPixmap,
             shmseg=self._segment,
-            offset=0,
+            offset=top * self._frame.strides[0],
         )
         return self._frame
 
@@ -222,6 +228,8 @@ class Capturer:
         # the last scaled frame before encoding, per request of a size ``resample.by_rows`` serves: after a
         # small change only the rows around it are resampled
         self._scaled: dict[FrameKey, tuple[int, np.ndarray]] = {}
+        # the damage count the shared frame is current for: after a change, only the rows it touched are grabbed
+        self._current: int | None = None
         self._lock = threading.Lock()
         self._closed = False
 
@@ -270,7 +278,7 @@ class Capturer:
             rows = self._rows(key, damage, size) if region is None else None
             lo, hi = source_rows(h, size[1], rows[2]) if rows is not None else (0, h)
             # a fresh frame (own memory): cvtColor drops the padding byte on the way
-            frame = cv2.cvtColor(self._grab()[y + lo : y + hi, x : x + w], conversion)
+            frame = cv2.cvtColor(self._grab(damage, changes)[y + lo : y + hi, x : x + w], conversion)
         if rows is not None:
             frame = redo_rows(rows[0], frame, rows[1], rows[2])
         elif damage is not None and region is None and by_rows((w, h), size):
@@ -333,11 +341,17 @@ class Capturer:
         rows = band((self.width, self.height), size, box[1], box[3])
         return (kept[1], *rows) if rows is not None else None
 
-    def _grab(self) -> np.ndarray:
-        """The screen as BGRX, valid until the next grab."""
+    def _grab(self, damage: DamageWatcher | None = None, changes: int = -1) -> np.ndarray:
+        """The screen as BGRX, valid until the next grab. With the ``damage`` watcher and the count ``changes``
+        just polled, the shared frame has the server copy only the rows drawn since its last grab (a pixel
+        changed: ~0.01 against ~0.7 ms for the 8 MB of the whole screen)."""
         self._check_open()
         if self._shared is not None:
-            return self._shared.grab(self.root)
+            current, self._current = self._current, changes if damage is not None else None
+            if damage is None or current is None:
+                return self._shared.grab(self.root)
+            box = damage.damaged_since(current)
+            return self._shared.grab(self.root, (box[1], box[3]) if box is not None else (0, 0))
         image = self.root.get_image(0, 0, self.width, self.height, X.ZPixmap, 0xFFFFFFFF)
         return np.frombuffer(image.data, np.uint8).reshape(self.height, self.width, 4)
 

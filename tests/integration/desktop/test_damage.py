@@ -48,9 +48,11 @@ def draw(name: str, x: int, colour: int) -> None:
 
 
 def fresh(capturer: Capturer, **kw: object) -> bytes:
-    """What a capture gives with nothing cached (nor a scaled frame kept to resample a band of)."""
+    """What a capture gives with nothing cached (nor a scaled frame kept to resample a band of, nor rows of the
+    shared frame taken as current: the whole screen is grabbed)."""
     capturer._frames.clear()
     capturer._scaled.clear()
+    capturer._current = None
     return capturer.screenshot(**kw).data  # type: ignore[arg-type]
 
 
@@ -130,9 +132,7 @@ def test_a_scaled_frame_after_a_small_change_is_what_resampling_the_whole_frame_
     for i, x in enumerate((50, 900, 1700)):
         draw(bare.name, x, 0x203040 * (i + 1))
         partial = capturer.screenshot("png", 80, width).data
-        capturer._frames.clear()
-        capturer._scaled.clear()
-        assert partial == capturer.screenshot("png", 80, width).data, f"drawing {i}"
+        assert partial == fresh(capturer, fmt="png", width=width), f"drawing {i}"
     assert len(redone) == 3 and all(hi - lo < 300 for lo, hi in redone), redone
 
 
@@ -147,3 +147,32 @@ def test_again_serves_only_an_unchanged_frame_and_never_waits(bare: Display, cap
     with capturer._lock:  # a capture in progress
         assert capturer.again(width=1280) is None
     assert capturer.again(width=1280) is second
+
+
+def test_only_the_rows_drawn_on_are_grabbed_and_the_frame_is_what_a_whole_grab_gives(
+    bare: Display, capturer: Capturer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert capturer._shared is not None, "MIT-SHM"
+    grabbed: list[tuple[int, int] | None] = []
+    grab = capturer._shared.grab
+
+    def spy(root: object, rows: tuple[int, int] | None = None) -> object:
+        grabbed.append(rows)
+        return grab(root, rows)
+
+    monkeypatch.setattr(capturer._shared, "grab", spy)
+    capturer.screenshot()
+    d = xdisplay.Display(bare.name)
+    root = d.screen().root
+    try:
+        for i, (y, h) in enumerate(((0, 1), (500, 40), (1079, 1), (1000, 80))):
+            root.fill_rectangle(root.create_gc(foreground=0x102030 * (i + 2)), 100 * i, y, 300, h)
+            d.sync()
+            partial = capturer.screenshot(width=1366 if i % 2 else None)
+            assert grabbed[-1] == (y, y + h), f"drawing {i}: rows {grabbed[-1]}"
+            assert partial.data == fresh(capturer, width=1366 if i % 2 else None), f"drawing {i}"
+            assert grabbed[-1] is None, "a fresh capture grabs the whole screen"
+        shot = capturer.screenshot(fmt="jpeg")  # nothing drawn since: no grab at all, the frame is current
+        assert grabbed[-1] == (0, 0) and shot.data == fresh(capturer, fmt="jpeg")
+    finally:
+        d.close()
