@@ -27,7 +27,9 @@ from deskpilot.desktop.x11 import Requirements, open_display
 log = logging.getLogger(__name__)
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 (exclusive)
-KEPT_BOXES = 512  # the boxes of the latest events, for ``damaged_since``
+KEPT_BOXES = 512  # the boxes of the latest events, for ``damaged_since`` and ``rows_since``
+JOIN_ROWS = 32  # rows drawn on closer than this are one band: each band costs a request and a margin
+MAX_BANDS = 4
 
 
 class DamageWatcher:
@@ -89,6 +91,24 @@ class DamageWatcher:
             max(b[2] for b in boxes),
             max(b[3] for b in boxes),
         )
+
+    def rows_since(self, mark: int) -> list[tuple[int, int]]:
+        """The rows drawn on after the count was ``mark`` (as of the last poll), as sorted intervals (first,
+        last + 1); those less than ``JOIN_ROWS`` apart are joined, and more than ``MAX_BANDS`` become one; the
+        whole screen's when that is older than the boxes kept, none when nothing was drawn."""
+        with self._lock:
+            if self.changes <= mark:
+                return []
+            if not self._boxes or self._boxes[0][0] > mark + 1:
+                return [(self._screen[1], self._screen[3])]
+            spans = sorted((box[1], box[3]) for count, box in self._boxes if count > mark)
+        joined = [spans[0]]
+        for top, bottom in spans[1:]:
+            if top - joined[-1][1] < JOIN_ROWS:
+                joined[-1] = (joined[-1][0], max(joined[-1][1], bottom))
+            else:
+                joined.append((top, bottom))
+        return joined if len(joined) <= MAX_BANDS else [(joined[0][0], max(b for _, b in joined))]
 
     def quiet_seconds(self) -> float:
         """Seconds since the last drawing this connection has been told of."""

@@ -48,8 +48,8 @@ def draw(name: str, x: int, colour: int) -> None:
 
 
 def fresh(capturer: Capturer, **kw: object) -> bytes:
-    """What a capture gives with nothing cached (nor a scaled frame kept to resample a band of, nor rows of the
-    shared frame taken as current: the whole screen is grabbed)."""
+    """What a capture gives with nothing cached (nor a scaled frame kept to resample a band of, nor rows of
+    the shared frame taken as current: the whole screen is grabbed)."""
     capturer._frames.clear()
     capturer._scaled.clear()
     capturer._current = None
@@ -123,9 +123,9 @@ def test_a_scaled_frame_after_a_small_change_is_what_resampling_the_whole_frame_
 ) -> None:
     redone: list[tuple[int, int]] = []
 
-    def spy(previous, source, replace, resample):  # type: ignore[no-untyped-def]
-        redone.append(replace)
-        return redo_rows(previous, source, replace, resample)
+    def spy(previous, pieces):  # type: ignore[no-untyped-def]
+        redone.extend(replace for _, (replace, _) in pieces)
+        return redo_rows(previous, pieces)
 
     monkeypatch.setattr(capture, "redo_rows", spy)
     capturer.screenshot("png", 80, width)  # kept: the next ones resample the rows that changed
@@ -172,7 +172,22 @@ def test_only_the_rows_drawn_on_are_grabbed_and_the_frame_is_what_a_whole_grab_g
             assert grabbed[-1] == (y, y + h), f"drawing {i}: rows {grabbed[-1]}"
             assert partial.data == fresh(capturer, width=1366 if i % 2 else None), f"drawing {i}"
             assert grabbed[-1] is None, "a fresh capture grabs the whole screen"
+        grabbed.clear()
         shot = capturer.screenshot(fmt="jpeg")  # nothing drawn since: no grab at all, the frame is current
-        assert grabbed[-1] == (0, 0) and shot.data == fresh(capturer, fmt="jpeg")
+        assert grabbed == [] and shot.data == fresh(capturer, fmt="jpeg")
+        capturer.screenshot(width=1366)  # kept: its bands are resampled next
+        for y in (3, 600, 1070):  # three bands apart, each told apart (a poll between)
+            root.fill_rectangle(root.create_gc(foreground=0x405060 + y), 500, y, 50, 5)
+            d.sync()
+            assert capturer.damage is not None
+            capturer.damage.poll(sync=True)
+        grabbed.clear()
+        pieces: list[int] = []
+        monkeypatch.setattr(
+            capture, "redo_rows", lambda kept, redo: pieces.append(len(redo)) or redo_rows(kept, redo)
+        )
+        banded = capturer.screenshot(width=1366).data
+        assert grabbed == [(3, 8), (600, 605), (1070, 1075)] and pieces == [3], (grabbed, pieces)
+        assert banded == fresh(capturer, width=1366)
     finally:
         d.close()
