@@ -37,7 +37,6 @@ from deskpilot.desktop.resample import (
 from deskpilot.desktop.shm import SharedFrame, libc
 from deskpilot.desktop.x11 import Requirements, display_lost, lost_display, open_display
 
-
 FrameKey = tuple[str, int, tuple[int, int], tuple[int, int, int, int] | None, int | None]
 Kept = tuple[np.ndarray, list[Band]]  # a kept scaled frame, and the bands of it to resample
 MAX_CACHED_FRAMES = 8  # distinct (format, quality, size) kept; a client asks for one or two
