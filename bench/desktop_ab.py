@@ -27,6 +27,8 @@ from tests.support.bench_desktop import Changer, bench_desktop
 from tests.support.net import free_port, wait_http
 
 CLICK = {"action": "click_mouse", "coordinates": {"x": 1500, "y": 900}, "button": "left", "clickCount": 1}
+# an agent's step: act, settle, look (what the click drew is drawn just before it by the case's `between`)
+LOOK = {**CLICK, "settle": {"quietMs": 20, "maxMs": 1000}, "screenshot": {"width": 1280}}
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -66,6 +68,13 @@ def main() -> None:
             },
             "click": (CLICK, nothing),
             "click with evidence": ({**CLICK, "evidence": True}, nothing),
+            **{
+                f"click, settle 20 ms, 1280 frame, {what}": (LOOK, how)
+                for what, how in (
+                    ("a pixel drawn", change.change),
+                    ("whole screen drawn", change.change_corners),
+                )
+            },
         }
         print(f"before: {args.before}; after: this checkout; n={args.n} per cell, interleaved")
         for name, (body, between) in cases.items():

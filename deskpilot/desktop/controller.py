@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[Outcome]]
 SETTLE_POLL = 0.005  # seconds between looks at the damage watcher while settling
+LOOKS_AHEAD = 3  # screenshots captured ahead during one settle, each after a drawing that outdated the last
 KEYBOARD_ACTIONS = frozenset(
     {"type_keys", "press_keys", "type_text", "paste_text"}
 )  # evidence: keysDelivered
@@ -152,7 +153,8 @@ class DesktopController:
         """What an action asked to see afterwards: the screen settled, a screenshot of it, evidence (input
         actions only: ``before`` is None for a wait)."""
         if action.settle is not None:
-            settled_ms, settled = await self.settle(action.settle.quietMs, action.settle.maxMs)
+            settle = action.settle
+            settled_ms, settled = await self.settle(settle.quietMs, settle.maxMs, ahead=action.screenshot)
             result = dataclasses.replace(result, settled_ms=settled_ms, settled=settled)
         if action.screenshot is not None:
             result = dataclasses.replace(result, image=await self.shoot(action.screenshot))
@@ -195,24 +197,43 @@ class DesktopController:
     def _damage_count(self) -> int | None:
         return evidence.changes(self.connections.damage())
 
-    async def settle(self, quiet_ms: int, max_ms: int) -> tuple[float, bool]:
+    async def settle(
+        self, quiet_ms: int, max_ms: int, ahead: ScreenshotOptions | None = None
+    ) -> tuple[float, bool]:
         """Wait until nothing was drawn for ``quiet_ms`` since now (an action's own drawing often comes a
         little after it returns), at most ``max_ms``: (milliseconds waited, whether the screen settled).
-        Without damage tracking it waits ``quiet_ms`` and cannot tell."""
+        Without damage tracking it waits ``quiet_ms`` and cannot tell.
+
+        With ``ahead`` (the screenshot to take once settled), that screenshot is captured once the screen has
+        been quiet for half the window, while the rest of it runs out: if nothing is drawn by then, it is the
+        one served (the capture cache's rule), and the capture's milliseconds leave the step; if something
+        is, a fresh one is taken after it (at most ``LOOKS_AHEAD`` captures ahead per settle)."""
         start = time.monotonic()
         watcher = await asyncio.to_thread(self.connections.damage)
         if watcher is None:
             await asyncio.sleep(min(quiet_ms, max_ms) / 1000)
             return (time.monotonic() - start) * 1000, False
         quiet, limit = quiet_ms / 1000, start + max_ms / 1000
-        while True:
-            now = time.monotonic()
-            since = min(now - start, watcher.quiet_seconds())  # quiet since the action, not before it
-            if since >= quiet:
-                return (now - start) * 1000, True
-            if now >= limit:
-                return (now - start) * 1000, False
-            await asyncio.sleep(min(quiet - since, limit - now, SETTLE_POLL))
+        looks: list[asyncio.Task[Image]] = []
+        looked_at = -1  # the damage count the last capture ahead started at
+        try:
+            while True:
+                now = time.monotonic()
+                since = min(now - start, watcher.quiet_seconds())  # quiet since the action, not before it
+                if since >= quiet:
+                    return (now - start) * 1000, True
+                if now >= limit:
+                    return (now - start) * 1000, False
+                half = since >= quiet / 2
+                if ahead is not None and half and watcher.changes != looked_at and len(looks) < LOOKS_AHEAD:
+                    looked_at = watcher.changes
+                    looks.append(asyncio.create_task(asyncio.to_thread(self.capture, ahead)))
+                until = quiet - since if half or ahead is None else quiet / 2 - since
+                await asyncio.sleep(max(0.0, min(until, limit - now, SETTLE_POLL)))
+        finally:
+            # the screenshot after this waits for them anyway (one capture at a time); a failed one is
+            # that screenshot's to report
+            await asyncio.gather(*looks, return_exceptions=True)
 
     async def wait(self, action: actions.Wait) -> Outcome:
         await asyncio.sleep(action.duration / 1000)

@@ -10,6 +10,8 @@ import threading
 import time
 from collections.abc import Iterator
 
+import cv2
+import numpy as np
 import pytest
 from Xlib import display as xdisplay
 
@@ -113,3 +115,63 @@ def test_bad_options_are_a_400_before_acting(desktop: Desktop, action: dict, ext
     r = desktop.post(**action, **extra)
     assert r.status_code == 400, r.text
     assert r.json()["success"] is False
+
+
+class Looks:
+    """Counts the desktop's captures, and when the first began."""
+
+    def __init__(self, desktop: Desktop, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started = threading.Event()
+        self.times: list[float] = []
+        capture = desktop.controller.capture
+
+        def spy(options: object = None) -> object:
+            self.times.append(time.monotonic())
+            self.started.set()
+            return capture(options)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(desktop.controller, "capture", spy)
+
+
+def fill(name: str, colour: int, y: int) -> None:
+    d = xdisplay.Display(name)
+    root = d.screen().root
+    root.fill_rectangle(root.create_gc(foreground=colour), 600, y, 300, 100)
+    d.sync()
+    d.close()
+
+
+def pixel(b64: str, x: int, y: int) -> int:
+    frame = cv2.imdecode(np.frombuffer(base64.b64decode(b64), np.uint8), cv2.IMREAD_COLOR)
+    b, g, r = (int(v) for v in frame[y, x])
+    return r << 16 | g << 8 | b
+
+
+def test_the_frame_is_captured_while_the_window_runs_out(
+    desktop: Desktop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(desktop.display.name, 0x3366AA, 200)  # what the action drew
+    looks = Looks(desktop, monkeypatch)
+    started = time.monotonic()
+    body = desktop.act(**CLICK, settle={"quietMs": 200, "maxMs": 2000}, screenshot={})
+    settled_at = started + body["settledMs"] / 1000
+    assert body["settled"] is True and len(looks.times) == 1, looks.times
+    assert looks.times[0] < settled_at - 0.05, "captured once half the window was quiet, not after it"
+    assert pixel(body["data"]["image"], 700, 250) == 0x3366AA
+
+
+def test_a_drawing_after_the_capture_ahead_is_in_the_frame(
+    desktop: Desktop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looks = Looks(desktop, monkeypatch)
+
+    def draw_once_looked() -> None:
+        assert looks.started.wait(5)
+        fill(desktop.display.name, 0xAA3366, 400)
+
+    drawer = threading.Thread(target=draw_once_looked)
+    drawer.start()
+    body = desktop.act(**CLICK, settle={"quietMs": 200, "maxMs": 3000}, screenshot={"width": 1280})
+    drawer.join(5)
+    assert body["settled"] is True and len(looks.times) >= 2, looks.times
+    assert pixel(body["data"]["image"], 500, 300) == 0xAA3366  # (750, 450) on the screen, at 2/3
