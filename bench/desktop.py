@@ -7,6 +7,7 @@ desktop service as in production (its own uvicorn process, one worker, on a free
   the same of an unchanged screen, served again (target p50 <= 1 ms)         Pillow PNG + stdlib base64/json,
   in-process capture + encode (target p50 <= 10 ms)                          in this same run
   screenshots 1366 and 1280 wide, screen changed (target: p50 <= the full frame's, interleaved with it)
+  PNG size against time at each `compression` level
   click over HTTP (target p50 <= 2 ms)                          vs `xdotool click` subprocess
   type_text of 100 ASCII characters over HTTP (target <= 30 ms)
   desktop-service RSS after 1,000 screenshots (target <= 150 MiB)
@@ -136,6 +137,12 @@ def main() -> None:
                 }
                 for name, samples in interleaved(shots, args.n).items():
                     row(f"  {name}", samples)
+            print("  PNG size against time (`compression`, a pixel changed before each; default: fpng)")
+            for level in (None, 1, 3, 6, 9):
+                body = {"action": "screenshot", **({"compression": level} if level is not None else {})}
+                size = len(base64.b64decode(post(body).json()["data"]["image"])) / 1e6
+                took = timed(lambda body=body: post(body), max(10, args.n // 10), between=changing.change)
+                row(f"  {'fast (fpng)' if level is None else f'level {level}'}: {size:.3f} MB", took)
             click = {
                 "action": "click_mouse",
                 "coordinates": {"x": 1500, "y": 900},
