@@ -79,12 +79,9 @@ class DamageWatcher:
     def damaged_since(self, mark: int) -> Box | None:
         """The bounding box of what was drawn after the count was ``mark`` (as of the last poll), None if
         nothing was; the whole screen when that is older than the boxes kept."""
-        with self._lock:
-            if self.changes <= mark:
-                return None
-            if not self._boxes or self._boxes[0][0] > mark + 1:
-                return self._screen
-            boxes = [box for count, box in self._boxes if count > mark]
+        boxes = self._since(mark)
+        if not boxes:
+            return None
         return (
             min(b[0] for b in boxes),
             min(b[1] for b in boxes),
@@ -96,19 +93,24 @@ class DamageWatcher:
         """The rows drawn on after the count was ``mark`` (as of the last poll), as sorted intervals (first,
         last + 1); those less than ``JOIN_ROWS`` apart are joined, and more than ``MAX_BANDS`` become one; the
         whole screen's when that is older than the boxes kept, none when nothing was drawn."""
-        with self._lock:
-            if self.changes <= mark:
-                return []
-            if not self._boxes or self._boxes[0][0] > mark + 1:
-                return [(self._screen[1], self._screen[3])]
-            spans = sorted((box[1], box[3]) for count, box in self._boxes if count > mark)
-        joined = [spans[0]]
+        spans = sorted((box[1], box[3]) for box in self._since(mark))
+        joined = spans[:1]
         for top, bottom in spans[1:]:
             if top - joined[-1][1] < JOIN_ROWS:
                 joined[-1] = (joined[-1][0], max(joined[-1][1], bottom))
             else:
                 joined.append((top, bottom))
         return joined if len(joined) <= MAX_BANDS else [(joined[0][0], max(b for _, b in joined))]
+
+    def _since(self, mark: int) -> list[Box]:
+        """The boxes drawn after the count was ``mark``: none, or the whole screen's when they are older than
+        the boxes kept."""
+        with self._lock:
+            if self.changes <= mark:
+                return []
+            if not self._boxes or self._boxes[0][0] > mark + 1:
+                return [self._screen]
+            return [box for count, box in self._boxes if count > mark]
 
     def quiet_seconds(self) -> float:
         """Seconds since the last drawing this connection has been told of."""
