@@ -23,6 +23,7 @@ import fpng
 import numpy as np
 from Xlib import X
 
+from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.computer.geometry import Size, image_size
 from deskpilot.desktop.damage import DamageWatcher, open_watcher
 from deskpilot.desktop.resample import (
@@ -39,6 +40,7 @@ from deskpilot.desktop.x11 import Requirements, display_lost, lost_display, open
 
 FrameKey = tuple[str, int, tuple[int, int], tuple[int, int, int, int] | None, int | None]
 Kept = tuple[np.ndarray, list[Band]]  # a kept scaled frame, and the bands of it to resample
+WHOLE = ScreenshotOptions()  # the whole screen, a lossless PNG (never changed: it is every default)
 MAX_CACHED_FRAMES = 8  # distinct (format, quality, size) kept; a client asks for one or two
 cv2.setNumThreads(1)  # 2 cores shared with the desktop apps: CPU time is the real cost
 
@@ -116,19 +118,13 @@ class Capturer:
             self._check_open()
             self.display.get_input_focus()
 
-    def screenshot(
-        self,
-        fmt: str = "png",
-        quality: int = 80,
-        width: int | None = None,
-        scale: float | None = None,
-        region: tuple[int, int, int, int] | None = None,
-        compression: int | None = None,
-    ) -> Image:
+    def screenshot(self, options: ScreenshotOptions = WHOLE) -> Image:
         """Capture and encode; the default (PNG, full size) is lossless. While nothing was drawn since the
         same screenshot was last taken, that one is returned: the same bytes a fresh capture would give."""
+        fmt, quality, compression = options.format, options.quality, options.compression
+        region = options.region.box if options.region is not None else None
         x, y, w, h = region or (0, 0, self.width, self.height)
-        key = self._key(fmt, quality, width, scale, region, compression)
+        key = self._key(options)
         size = key[2]
         # fpng takes RGB; OpenCV's encoders (jpeg, webp, png at a compression level) take BGR
         rgb = fmt == "png" and compression is None
@@ -167,15 +163,7 @@ class Capturer:
             self._frames[key] = (changes, image)
         return image
 
-    def again(
-        self,
-        fmt: str = "png",
-        quality: int = 80,
-        width: int | None = None,
-        scale: float | None = None,
-        region: tuple[int, int, int, int] | None = None,
-        compression: int | None = None,
-    ) -> Image | None:
+    def again(self, options: ScreenshotOptions = WHOLE) -> Image | None:
         """The screenshot ``screenshot`` would serve again, or None; never waits for a capture in progress.
         One round trip on the damage connection, cheaper than the hop to a worker thread a capture takes."""
         damage = self.damage
@@ -184,24 +172,17 @@ class Capturer:
         try:
             with lost_display(self.name):
                 self._check_open()
-                cached = self._frames.get(self._key(fmt, quality, width, scale, region, compression))
+                cached = self._frames.get(self._key(options))
                 changes = damage.poll(sync=True)
         finally:
             self._lock.release()
         return cached[1] if cached is not None and cached[0] == changes else None
 
-    def _key(
-        self,
-        fmt: str,
-        quality: int,
-        width: int | None,
-        scale: float | None,
-        region: tuple[int, int, int, int] | None,
-        compression: int | None,
-    ) -> FrameKey:
+    def _key(self, options: ScreenshotOptions) -> FrameKey:
+        region = options.region.box if options.region is not None else None
         w, h = (region[2], region[3]) if region else (self.width, self.height)
-        size = astuple(image_size(Size(w, h), width, scale, zoom=region is not None))
-        return (fmt, quality, size, region, compression)
+        size = astuple(image_size(Size(w, h), options.width, options.scale, zoom=region is not None))
+        return (options.format, options.quality, size, region, options.compression)
 
     def _rows(self, key: FrameKey, damage: DamageWatcher | None, size: tuple[int, int]) -> Kept | None:
         """The kept scaled frame and the bands of it to resample, when only bands of rows changed since it."""

@@ -19,7 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.computer.geometry import SCREEN
 from deskpilot.config import DesktopSettings
-from deskpilot.desktop.capture import Capturer, Image
+from deskpilot.desktop.capture import WHOLE, Capturer, Image
 from deskpilot.desktop.clipboard import Clipboard
 from deskpilot.desktop.damage import DamageWatcher
 from deskpilot.desktop.x11 import Owner, Requirements, XConnection, lost_display
@@ -111,12 +111,8 @@ class Connections:
 
     def capture(self, options: ScreenshotOptions | None = None) -> Image:
         """Synchronous capture + encode (run it in a worker thread)."""
-        o = options or ScreenshotOptions()
-        region = o.region.box if o.region is not None else None
         with self._drop_if_lost():
-            return self._capture.get().screenshot(
-                o.format, o.quality, o.width, o.scale, region, o.compression
-            )
+            return self._capture.get().screenshot(options or WHOLE)
 
     def again(self, options: ScreenshotOptions) -> Image | None:
         """The screenshot the capture connection would serve again, if it is open and not busy, else None
@@ -124,10 +120,8 @@ class Connections:
         capturer = self._capture.peek()
         if capturer is None:
             return None
-        region = options.region.box if options.region is not None else None
-        o = options
         with self._drop_if_lost():
-            return capturer.again(o.format, o.quality, o.width, o.scale, region, o.compression)
+            return capturer.again(options)
 
     def damage(self) -> DamageWatcher | None:
         """The capture connection's damage watcher (opening it if needed; blocking: run it off the loop)."""

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from Xlib import display as xdisplay
 
+from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.computer.geometry import SCREEN
 from deskpilot.desktop import capture
 from deskpilot.desktop.capture import Capturer
@@ -53,7 +54,7 @@ def fresh(capturer: Capturer, **kw: object) -> bytes:
     capturer._frames.clear()
     capturer._scaled.clear()
     capturer._current = None
-    return capturer.screenshot(**kw).data  # type: ignore[arg-type]
+    return capturer.screenshot(ScreenshotOptions(**kw)).data  # type: ignore[arg-type]
 
 
 def wait_counted(capturer: Capturer, before: int) -> None:
@@ -80,19 +81,19 @@ def test_an_unchanged_screen_is_served_again_and_is_what_a_fresh_capture_gives(
     bare: Display, capturer: Capturer, fmt: str, width: int | None
 ) -> None:
     draw(bare.name, 300, 0x00FF00)
-    first = capturer.screenshot(fmt, 80, width)
-    again = capturer.screenshot(fmt, 80, width)
+    first = capturer.screenshot(ScreenshotOptions(format=fmt, width=width))
+    again = capturer.screenshot(ScreenshotOptions(format=fmt, width=width))
     assert again is first, "nothing was drawn: the frame is served again"
-    assert fresh(capturer, fmt=fmt, width=width) == first.data, "byte for byte a fresh capture"
+    assert fresh(capturer, format=fmt, width=width) == first.data, "byte for byte a fresh capture"
 
 
 @pytest.mark.parametrize("width", [None, 1280])
 def test_a_drawing_is_never_missed(bare: Display, capturer: Capturer, width: int | None) -> None:
     """Right after another client draws (no waiting for our thread), the next screenshot shows it."""
     for i in range(20):
-        before = capturer.screenshot(width=width)
+        before = capturer.screenshot(ScreenshotOptions(width=width))
         draw(bare.name, 600 + 10 * i, 0x0000FF if i % 2 else 0xFFFF00)
-        after = capturer.screenshot(width=width)
+        after = capturer.screenshot(ScreenshotOptions(width=width))
         assert after is not before and after.data != before.data, f"round {i}: a stale frame"
         assert after.data == fresh(capturer, width=width), f"round {i}"
 
@@ -128,25 +129,25 @@ def test_a_scaled_frame_after_a_small_change_is_what_resampling_the_whole_frame_
         return redo_rows(previous, pieces)
 
     monkeypatch.setattr(capture, "redo_rows", spy)
-    capturer.screenshot("png", 80, width)  # kept: the next ones resample the rows that changed
+    capturer.screenshot(ScreenshotOptions(width=width))  # kept: the next ones resample the rows that changed
     for i, x in enumerate((50, 900, 1700)):
         draw(bare.name, x, 0x203040 * (i + 1))
-        partial = capturer.screenshot("png", 80, width).data
-        assert partial == fresh(capturer, fmt="png", width=width), f"drawing {i}"
+        partial = capturer.screenshot(ScreenshotOptions(width=width)).data
+        assert partial == fresh(capturer, width=width), f"drawing {i}"
     assert len(redone) == 3 and all(hi - lo < 300 for lo, hi in redone), redone
 
 
 def test_again_serves_only_an_unchanged_frame_and_never_waits(bare: Display, capturer: Capturer) -> None:
     """What the event loop asks before sending a screenshot to a worker thread."""
-    first = capturer.screenshot(width=1280)
-    assert capturer.again(width=1280) is first
+    first = capturer.screenshot(ScreenshotOptions(width=1280))
+    assert capturer.again(ScreenshotOptions(width=1280)) is first
     assert capturer.again() is None, "never taken at this size"
     draw(bare.name, 700, 0x445566)
-    assert capturer.again(width=1280) is None, "drawn on since"
-    second = capturer.screenshot(width=1280)
+    assert capturer.again(ScreenshotOptions(width=1280)) is None, "drawn on since"
+    second = capturer.screenshot(ScreenshotOptions(width=1280))
     with capturer._lock:  # a capture in progress
-        assert capturer.again(width=1280) is None
-    assert capturer.again(width=1280) is second
+        assert capturer.again(ScreenshotOptions(width=1280)) is None
+    assert capturer.again(ScreenshotOptions(width=1280)) is second
 
 
 def test_only_the_rows_drawn_on_are_grabbed_and_the_frame_is_what_a_whole_grab_gives(
@@ -168,14 +169,16 @@ def test_only_the_rows_drawn_on_are_grabbed_and_the_frame_is_what_a_whole_grab_g
         for i, (y, h) in enumerate(((0, 1), (500, 40), (1079, 1), (1000, 80))):
             root.fill_rectangle(root.create_gc(foreground=0x102030 * (i + 2)), 100 * i, y, 300, h)
             d.sync()
-            partial = capturer.screenshot(width=1366 if i % 2 else None)
+            partial = capturer.screenshot(ScreenshotOptions(width=1366 if i % 2 else None))
             assert grabbed[-1] == (y, y + h), f"drawing {i}: rows {grabbed[-1]}"
             assert partial.data == fresh(capturer, width=1366 if i % 2 else None), f"drawing {i}"
             assert grabbed[-1] is None, "a fresh capture grabs the whole screen"
         grabbed.clear()
-        shot = capturer.screenshot(fmt="jpeg")  # nothing drawn since: no grab at all, the frame is current
-        assert grabbed == [] and shot.data == fresh(capturer, fmt="jpeg")
-        capturer.screenshot(width=1366)  # kept: its bands are resampled next
+        shot = capturer.screenshot(
+            ScreenshotOptions(format="jpeg")
+        )  # nothing drawn since: no grab at all, the frame is current
+        assert grabbed == [] and shot.data == fresh(capturer, format="jpeg")
+        capturer.screenshot(ScreenshotOptions(width=1366))  # kept: its bands are resampled next
         for y in (3, 600, 1070):  # three bands apart, each told apart (a poll between)
             root.fill_rectangle(root.create_gc(foreground=0x405060 + y), 500, y, 50, 5)
             d.sync()
@@ -186,7 +189,7 @@ def test_only_the_rows_drawn_on_are_grabbed_and_the_frame_is_what_a_whole_grab_g
         monkeypatch.setattr(
             capture, "redo_rows", lambda kept, redo: pieces.append(len(redo)) or redo_rows(kept, redo)
         )
-        banded = capturer.screenshot(width=1366).data
+        banded = capturer.screenshot(ScreenshotOptions(width=1366)).data
         assert grabbed == [(3, 8), (600, 605), (1070, 1075)] and pieces == [3], (grabbed, pieces)
         assert banded == fresh(capturer, width=1366)
     finally:
