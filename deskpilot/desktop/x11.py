@@ -1,7 +1,8 @@
 """The X connection of the desktop service: XTest input, the keymap and EWMH windows; and the X edge.
 
-This module, ``clipboard.py`` and ``capture.py`` are the only ones that import Xlib, and the only ones that
-see python-xlib's exceptions: they raise the service's own instead (``deskpilot.errors``). A lost X server is
+This module, the capture's (``capture.py``, ``shm.py``, ``damage.py``), ``clipboard.py`` and
+``evidence.py`` are the only ones that import Xlib, and the only ones that see python-xlib's exceptions: they
+raise the service's own instead (``deskpilot.errors``). A lost X server is
 ``DisplayLost`` (``lost_display`` translates), a display that is not the one the service owns is
 ``UnsupportedDisplay`` (``open_display`` checks every connection), a character that cannot be typed is
 ``KeymapFull``. Every call is synchronous and fast (XTest costs ~0.1 ms per event); callers serialise input
@@ -11,6 +12,7 @@ themselves.
 from __future__ import annotations
 
 import contextlib
+import logging
 import pwd
 import socket
 import struct
@@ -25,6 +27,8 @@ from Xlib.ext import xtest
 from Xlib.protocol import event as xevent
 
 from deskpilot.errors import DisplayLost, KeymapFull, UnsupportedDisplay
+
+log = logging.getLogger(__name__)
 
 # What python-xlib raises when the server is gone or cannot be reached (socket errors become
 # ConnectionClosedError once connected). Nothing else means a lost display.
@@ -97,12 +101,31 @@ def open_display(name: str, required: Requirements) -> xdisplay.Display:
             raise
         except Exception as exc:  # python-xlib raises bare Exceptions for some auth/handshake failures
             raise error.DisplayConnectionError(name, str(exc)) from exc
+    mend_error_classes(display)
+    display.set_error_handler(log_x_error)
     try:
         check_display(display, name, required)
     except BaseException:
         display.close()
         raise
     return display
+
+
+def mend_error_classes(display: xdisplay.Display) -> None:
+    """python-xlib 0.33's RANDR and DAMAGE register their errors at codes 0-2, not at the extension's first
+    error code, over the core BadRequest and BadValue, with classes that cannot parse an error: a BadValue
+    then raises AttributeError inside the receive loop, which leaves the connection waiting for ever. The
+    core classes go back; an extension's errors parse as a plain XError."""
+    classes = display.display.error_classes
+    for code in [code for code in classes if code < 128 and code not in error.xerror_class]:
+        del classes[code]
+    classes.update(error.xerror_class)
+
+
+def log_x_error(err: error.XError, request: object) -> None:
+    """Where python-xlib sends the error of a request nobody waits for (its own default writes to stderr
+    from inside the receive loop, where a failing write leaves the connection unusable): our log."""
+    log.warning("X protocol error", extra={"error": type(err).__name__, "detail": str(err)[:300]})
 
 
 def check_display(display: xdisplay.Display, name: str, required: Requirements) -> None:
@@ -348,8 +371,8 @@ class XConnection:
 
     def kill_client(self, wid: int) -> None:
         """Close the window's client connection (XKillClient): its program loses the display and exits."""
-        with contextlib.suppress(error.XError):
-            self.display.create_resource_object("window", wid).kill_client()
+        # the window may be gone already: its error arrives later and is caught, not logged
+        self.display.create_resource_object("window", wid).kill_client(onerror=error.CatchError())
 
     def active_window(self) -> int:
         prop = self.root.get_full_property(self.atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW)

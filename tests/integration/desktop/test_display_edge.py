@@ -181,3 +181,23 @@ def test_test_displays_keep_clear_of_the_appliances_and_of_each_other() -> None:
     finally:
         first.stop()
         second.stop()
+
+
+def test_an_error_nobody_waits_for_is_logged_not_printed(
+    bare_display: Display, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """python-xlib's default prints it to stderr from inside its receive loop; ours logs it. Killing a window
+    that is gone (the reset races the windows' own exit) is expected and silent."""
+    x = XConnection(bare_display.name, requirements(DesktopSettings(display=bare_display.name)))
+    try:
+        with caplog.at_level(logging.WARNING, logger="deskpilot.desktop.x11"):
+            x.kill_client(0x3FFFFF)  # no such window
+            x.sync()
+            assert not [r for r in caplog.records if r.getMessage() == "X protocol error"]
+            x.display.create_resource_object("window", 0x3FFFFF).kill_client()  # no handler of its own
+            x.sync()
+        logged = [r for r in caplog.records if r.getMessage() == "X protocol error"]
+        assert len(logged) == 1 and logged[0].error == "BadValue", logged  # type: ignore[attr-defined]
+        assert "X protocol error" not in capsys.readouterr().err
+    finally:
+        x.close()
