@@ -70,8 +70,8 @@ class TooLarge(DesktopError):
     status = 413
 
 
-# The X edge (x11.py, clipboard.py, capture.py) raises the three below; no other failure of the X server
-# exists for the service. Only a lost display is temporary, and only it drops the X connections.
+# The X edge (xserver.py, x11.py, clipboard.py, capture.py) raises the three below; no other failure of the X
+# server exists for the service. Only a lost display is temporary, and only it drops the X connections.
 
 
 class DisplayLost(DesktopError):

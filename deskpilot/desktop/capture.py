@@ -36,7 +36,7 @@ from deskpilot.desktop.resample import (
     source_rows,
 )
 from deskpilot.desktop.shm import SharedFrame, libc
-from deskpilot.desktop.x11 import Requirements, display_lost, lost_display, open_display
+from deskpilot.desktop.xserver import Requirements, display_lost, lost_display, open_display
 
 FrameKey = tuple[str, int, tuple[int, int], tuple[int, int, int, int] | None, int | None]
 Kept = tuple[np.ndarray, list[Band]]  # a kept scaled frame, and the bands of it to resample

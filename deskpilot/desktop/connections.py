@@ -22,7 +22,8 @@ from deskpilot.config import DesktopSettings
 from deskpilot.desktop.capture import WHOLE, Capturer, Image
 from deskpilot.desktop.clipboard import Clipboard
 from deskpilot.desktop.damage import DamageWatcher
-from deskpilot.desktop.x11 import Owner, Requirements, XConnection, lost_display
+from deskpilot.desktop.x11 import XConnection
+from deskpilot.desktop.xserver import Owner, Requirements, lost_display
 from deskpilot.errors import DisplayLost, UnsupportedDisplay
 
 log = logging.getLogger(__name__)

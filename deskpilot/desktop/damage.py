@@ -22,7 +22,7 @@ from collections import deque
 
 from Xlib.ext import damage
 
-from deskpilot.desktop.x11 import Requirements, open_display
+from deskpilot.desktop.xserver import Requirements, open_display
 
 log = logging.getLogger(__name__)
 
