@@ -183,7 +183,9 @@ def test_only_the_rows_drawn_on_are_grabbed_and_the_frame_is_what_a_whole_grab_g
             root.fill_rectangle(root.create_gc(foreground=0x405060 + y), 500, y, 50, 5)
             d.sync()
             assert capturer.damage is not None
-            capturer.damage.poll(sync=True)
+            capturer.damage.poll(sync=True)  # counts it, and sends the DamageSubtract that empties the region
+            capturer.damage.poll(sync=True)  # which the server has done once this round trip is back: the
+            # next drawing starts a box of its own (else the region's bounding box grows over both)
         grabbed.clear()
         pieces: list[int] = []
         monkeypatch.setattr(
