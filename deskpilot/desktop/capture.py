@@ -121,11 +121,9 @@ class Capturer:
     def screenshot(self, options: ScreenshotOptions = WHOLE) -> Image:
         """Capture and encode; the default (PNG, full size) is lossless. While nothing was drawn since the
         same screenshot was last taken, that one is returned: the same bytes a fresh capture would give."""
-        fmt, quality, compression = options.format, options.quality, options.compression
-        region = options.region.box if options.region is not None else None
-        x, y, w, h = region or (0, 0, self.width, self.height)
         key = self._key(options)
-        size = key[2]
+        fmt, quality, size, region, compression = key
+        x, y, w, h = region or (0, 0, self.width, self.height)
         # fpng takes RGB; OpenCV's encoders (jpeg, webp, png at a compression level) take BGR
         rgb = fmt == "png" and compression is None
         conversion = cv2.COLOR_BGRA2RGB if rgb else cv2.COLOR_BGRA2BGR
