@@ -81,12 +81,8 @@ class FrameCompareExecutor(AgentExecutor):
     computer_class = FrameCompareComputer
 
 
-class FixedSleepComputer(Computer):
+class FixedSleepComputer(FrameCompareComputer):
     """The reference product's way: sleep 750 ms after every action, then one screenshot."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.observe = {}
 
     async def settled_screenshot(self) -> str:
         await asyncio.sleep(0.75)
