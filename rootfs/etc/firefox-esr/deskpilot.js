@@ -12,3 +12,8 @@ pref("app.update.enabled", false);
 pref("app.normandy.enabled", false);
 pref("extensions.update.enabled", false);
 pref("browser.translations.automaticallyPopup", false);
+// A steady caret and no cosmetic animations: frames of an unchanged page are identical, so a settled screen
+// (and "nothing changed") can be told from a blink or a transition (docs/design.md, "Settling").
+pref("ui.caretBlinkTime", 0);
+pref("ui.prefersReducedMotion", 1);
+pref("toolkit.cosmeticAnimations.enabled", false);

@@ -13,3 +13,7 @@ pref("toolkit.telemetry.enabled", false);
 pref("toolkit.telemetry.reportingpolicy.firstRun", false);
 pref("extensions.update.enabled", false);
 pref("browser.crashReports.unsubmittedCheck.autoSubmit2", false);
+// A steady caret and no cosmetic animations (docs/design.md, "Settling"), as in the browser.
+pref("ui.caretBlinkTime", 0);
+pref("ui.prefersReducedMotion", 1);
+pref("toolkit.cosmeticAnimations.enabled", false);
