@@ -218,9 +218,12 @@ class AgentSettings(BaseSettings):
     keep_screenshots: int = 3  # screenshots kept in the context; older ones become a text note
     summarize_at: float = 0.75  # fraction of the context window that triggers summarisation
     screenshot_width: int = 1280  # width of the screenshots the model sees (height keeps 16:9)
-    settle_timeout_ms: int = 1000  # longest wait for the screen to settle after an action
+    settle_timeout_ms: int = 3000  # longest wait for the screen to settle after an action
     settle_interval_ms: int = 50  # pause between the frames compared for settling (a desktop without damage)
-    settle_quiet_ms: int = 20  # the screen has settled once nothing was drawn for this long
+    # the screen has settled once nothing was drawn for this long, and an action's first drawing is waited for
+    # this long; None: the desktop's defaults for each action (docs/desktop-api.md), measured for truth
+    settle_quiet_ms: int | None = None
+    settle_expect_ms: int | None = None
     desktop_url: str = "http://127.0.0.1:9990"  # AGENT_DESKTOP_URL, shared with the task service
     desktop_timeout: float = 60.0
 

@@ -58,6 +58,12 @@ def _digest(settled: str) -> str:
     return hashlib.blake2b(settled.encode(), digest_size=16).hexdigest()
 
 
+def _settle(settings: AgentSettings) -> dict[str, int]:
+    """The settle each action asks for: the desktop's own timing per action unless the settings name one."""
+    asked = {"quietMs": settings.settle_quiet_ms, "expectMs": settings.settle_expect_ms}
+    return {"maxMs": settings.settle_timeout_ms} | {k: v for k, v in asked.items() if v is not None}
+
+
 class Computer:
     """The desktop as the model sees it: scaled screenshots and model-space coordinates."""
 
@@ -68,7 +74,7 @@ class Computer:
         self.settle_interval = settings.settle_interval_ms / 1000
         # one request acts, settles and looks: the desktop watches the screen's damage for us
         self.observe = {
-            "settle": {"quietMs": settings.settle_quiet_ms, "maxMs": settings.settle_timeout_ms},
+            "settle": _settle(settings),
             "screenshot": {"width": self.image.width},
             "evidence": True,
         }
@@ -183,7 +189,7 @@ class Computer:
             frame = (body.get("data") or {}).get("image")
             # a desktop that predates settling ignores the fields: settle by comparing frames then
             shot = self._fit(str(frame)) if frame else await self.settled_screenshot()
-            said = describe(body.get("evidence"), self.image)
+            said = describe(body.get("evidence"), self.image) + unsettled(body)
             return ToolOutcome([text_block(said), image_block(shot)], key=_digest(shot))
         return ToolOutcome([text_block("Done.")], key="done")
 
@@ -207,6 +213,17 @@ def describe(evidence: Any, image: Size = SCREEN) -> str:
     if after and after.get("id") != before.get("id"):
         parts.append(f"The focus moved to the window {after.get('title')!r}.")
     return " ".join(parts)
+
+
+def unsettled(body: dict[str, Any]) -> str:
+    """A word on a frame taken before the screen came to rest: the model should look again, not conclude."""
+    if body.get("settled") is False:
+        waited = float(body.get("settledMs") or 0) / 1000
+        return (
+            f" The screen was still changing after {waited:.1f} s, so this screenshot may not show the final "
+            "state: wait or take a screenshot before concluding."
+        )
+    return ""
 
 
 def _file_outcome(body: dict[str, Any]) -> ToolOutcome:

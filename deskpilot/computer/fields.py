@@ -204,9 +204,16 @@ class ScreenshotOptions(BaseModel):
 
 
 class Settle(BaseModel):
-    """Wait after the action until nothing was drawn on the screen for ``quietMs``, at most ``maxMs``."""
+    """Wait after the action for what it makes the screen draw (at most ``expectMs`` for the first drawing),
+    then until nothing was drawn for ``quietMs``, at most ``maxMs`` in all. Left out, ``expectMs`` and
+    ``quietMs`` take the action's defaults (docs/desktop-api.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    quietMs: Annotated[int, JSONNumber] = Field(default=100, ge=1, le=5000)
+    quietMs: Annotated[int | None, JSONNumber] = Field(
+        default=None, ge=1, le=5000, description="at rest once nothing was drawn this long (by action)"
+    )
+    expectMs: Annotated[int | None, JSONNumber] = Field(
+        default=None, ge=0, le=MAX_WAIT_MS, description="how long the first drawing is waited for (by action)"
+    )
     maxMs: Annotated[int, JSONNumber] = Field(default=2000, ge=0, le=MAX_WAIT_MS)

@@ -92,6 +92,12 @@ def keysym_char(keysym: int) -> str | None:
     return None
 
 
+def is_modifier(keysym: int) -> bool:
+    """Shift, Control, Caps/Shift Lock, Meta, Alt, Super, Hyper (0xffe1-0xffee) and the ISO level and group
+    shifts and locks (0xfe01-0xfe0f): keys that change other keys and, pressed alone, draw nothing."""
+    return 0xFFE1 <= keysym <= 0xFFEE or 0xFE01 <= keysym <= 0xFE0F
+
+
 def is_typeable(char: str) -> bool:
     return char in CONTROL_CHARS or not (ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0)
 

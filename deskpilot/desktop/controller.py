@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import subprocess
 import time
@@ -25,8 +26,10 @@ from deskpilot.computer import actions
 from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop import evidence
+from deskpilot.desktop import settle as settling
 from deskpilot.desktop.capture import Image, tune_malloc
 from deskpilot.desktop.connections import Connections
+from deskpilot.desktop.damage import DamageWatcher
 from deskpilot.desktop.files import DesktopUser, FileStore, base64_size
 from deskpilot.desktop.input import Input
 from deskpilot.desktop.journal import Journal, outcome_of
@@ -43,11 +46,10 @@ __all__ = ["DesktopController", "Outcome"]
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[Outcome]]
-SETTLE_POLL = 0.005  # seconds between looks at the damage watcher while settling
-LOOKS_AHEAD = 3  # screenshots captured ahead during one settle, each after a drawing that outdated the last
 KEYBOARD_ACTIONS = frozenset(
     {"type_keys", "press_keys", "type_text", "paste_text"}
 )  # evidence: keysDelivered
+POINTER_ACTIONS = frozenset({"click_mouse", "scroll", "drag_mouse"})  # the client under the pointer answers
 
 
 class DesktopController:
@@ -92,9 +94,11 @@ class DesktopController:
         try:
             wants_evidence = isinstance(action, actions.Observed) and action.evidence
             before = await self._before() if wants_evidence else None
+            # what was drawn before an input action is not its doing: the count it starts from
+            mark = before.changes if before else await self._mark(action)
             result = await self._handlers[type(action)](action)
             if isinstance(action, actions.Looks):  # the input actions and wait
-                result = await self.observe(action, result, before)
+                result = await self.observe(action, result, before, mark)
             outcome = "ok"
             return result
         except DesktopError as exc:
@@ -148,20 +152,73 @@ class DesktopController:
         return self.connections.capture(options)
 
     async def observe(
-        self, action: actions.Looks, result: Outcome, before: evidence.Before | None = None
+        self,
+        action: actions.Looks,
+        result: Outcome,
+        before: evidence.Before | None = None,
+        mark: int | None = None,
     ) -> Outcome:
-        """What an action asked to see afterwards: the screen settled, a screenshot of it, evidence (input
-        actions only: ``before`` is None for a wait)."""
-        if action.settle is not None:
-            settle = action.settle
-            settled_ms, settled = await self.settle(settle.quietMs, settle.maxMs, ahead=action.screenshot)
-            result = dataclasses.replace(result, settled_ms=settled_ms, settled=settled)
+        """What an action asked to see afterwards: the screen settled (``settle.py``), a screenshot of it,
+        evidence (input actions only: ``before`` is None for a wait). Evidence without a settle still waits
+        for the action's first drawing (at most its expectation window), so "nothing changed" is never said
+        of a screen the application has yet to redraw."""
+        if action.settle is not None or before is not None:
+            started = time.monotonic()
+            if isinstance(action, actions.Wait):
+                mark = await self._damage_now()  # a wait settles from its end
+            keys_go_somewhere, responder = self._responder(action)
+            plan = settling.timing(action, action.settle, keys_go_somewhere)
+            watcher = await asyncio.to_thread(self.connections.damage) if mark is not None else None
+            watch = settling.Watch(mark, started, seen=mark) if mark is not None else None
+            if watcher is not None and watch is not None and plan.answer and responder:
+                watch.ping = watcher.ping(responder)
+            if action.settle is not None:
+                done = await self._settle(watcher, watch, plan, action.settle.maxMs, action.screenshot)
+                result = dataclasses.replace(
+                    result, settled_ms=done.ms, settled=done.settled, drawn=done.drawn
+                )
+            elif watcher is not None and watch is not None:
+                await settling.first_drawing(watcher, watch, plan)
         if action.screenshot is not None:
             result = dataclasses.replace(result, image=await self.shoot(action.screenshot))
         if before is not None:
             after = await self._after(action, before)
             result = dataclasses.replace(result, evidence=evidence.report(before, after))
         return result
+
+    async def _settle(
+        self,
+        watcher: DamageWatcher | None,
+        watch: settling.Watch | None,
+        plan: settling.Timing,
+        max_ms: int,
+        ahead: ScreenshotOptions | None = None,
+    ) -> settling.Rested:
+        """Both phases of a settle; without damage tracking it waits the quiet period and cannot tell."""
+        if watcher is None or watch is None:
+            waited = min(plan.quiet, max_ms)
+            await asyncio.sleep(waited / 1000)
+            return settling.Rested(waited, False, True)
+        capture = functools.partial(self.capture, ahead) if ahead is not None else None
+        return await settling.wait_for_rest(watcher, watch, plan, max_ms, capture)
+
+    async def _mark(self, action: actions.Action) -> int | None:
+        """The damage count before an input action that settles (None for the others, or without damage)."""
+        if isinstance(action, actions.Observed) and action.settle is not None:
+            return await self._damage_now()
+        return None
+
+    def _responder(self, action: actions.Looks) -> tuple[bool, int]:
+        """Whether a keyboard action's keys had a window to go to (the X input focus is not None), and the
+        client window that received the input (0: none, or not an action a client answers)."""
+        name = getattr(action, "action", "")
+        with self.connections.using() as x:
+            if name in KEYBOARD_ACTIONS:
+                to = evidence.keys_to(x)
+                return to is not None, to.id if to is not None else 0
+            if name in POINTER_ACTIONS:
+                return True, x.client_at_pointer()
+        return True, 0
 
     async def _after(self, action: actions.Looks, before: evidence.Before) -> evidence.After:
         inline = self.connections.capture_path is not None
@@ -197,43 +254,14 @@ class DesktopController:
     def _damage_count(self) -> int | None:
         return evidence.changes(self.connections.damage())
 
-    async def settle(
-        self, quiet_ms: int, max_ms: int, ahead: ScreenshotOptions | None = None
-    ) -> tuple[float, bool]:
-        """Wait until nothing was drawn for ``quiet_ms`` since now (an action's own drawing often comes a
-        little after it returns), at most ``max_ms``: (milliseconds waited, whether the screen settled).
-        Without damage tracking it waits ``quiet_ms`` and cannot tell.
-
-        With ``ahead`` (the screenshot to take once settled), that screenshot is captured once the screen has
-        been quiet for half the window, while the rest of it runs out: if nothing is drawn by then, it is the
-        one served (the capture cache's rule), and the capture's milliseconds leave the step; if something
-        is, a fresh one is taken after it (at most ``LOOKS_AHEAD`` captures ahead per settle)."""
-        start = time.monotonic()
-        watcher = await asyncio.to_thread(self.connections.damage)
-        if watcher is None:
-            await asyncio.sleep(min(quiet_ms, max_ms) / 1000)
-            return (time.monotonic() - start) * 1000, False
-        quiet, limit = quiet_ms / 1000, start + max_ms / 1000
-        looks: list[asyncio.Task[Image]] = []
-        looked_at = -1  # the damage count the last capture ahead started at
-        try:
-            while True:
-                now = time.monotonic()
-                since = min(now - start, watcher.quiet_seconds())  # quiet since the action, not before it
-                if since >= quiet:
-                    return (now - start) * 1000, True
-                if now >= limit:
-                    return (now - start) * 1000, False
-                half = since >= quiet / 2
-                if ahead is not None and half and watcher.changes != looked_at and len(looks) < LOOKS_AHEAD:
-                    looked_at = watcher.changes
-                    looks.append(asyncio.create_task(asyncio.to_thread(self.capture, ahead)))
-                until = quiet - since if half or ahead is None else quiet / 2 - since
-                await asyncio.sleep(max(0.0, min(until, limit - now, SETTLE_POLL)))
-        finally:
-            # the screenshot after this waits for them anyway (one capture at a time); a failed one is
-            # that screenshot's to report
-            await asyncio.gather(*looks, return_exceptions=True)
+    async def settle(self, quiet_ms: int, max_ms: int) -> tuple[float, bool]:
+        """Wait until nothing was drawn for ``quiet_ms`` from now, at most ``max_ms``: (milliseconds waited,
+        whether the screen settled). The journal's settle, after its input stopped."""
+        mark = await self._damage_now()
+        watcher = await asyncio.to_thread(self.connections.damage) if mark is not None else None
+        watch = settling.Watch(mark, time.monotonic(), seen=mark) if mark is not None else None
+        done = await self._settle(watcher, watch, settling.Timing(expect=0, quiet=quiet_ms), max_ms)
+        return done.ms, done.settled
 
     async def wait(self, action: actions.Wait) -> Outcome:
         await asyncio.sleep(action.duration / 1000)

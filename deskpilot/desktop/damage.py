@@ -20,7 +20,9 @@ import threading
 import time
 from collections import deque
 
+from Xlib import X, error
 from Xlib.ext import damage
+from Xlib.protocol import event
 
 from deskpilot.desktop.xserver import Requirements, open_display
 
@@ -39,13 +41,24 @@ class DamageWatcher:
             if not self.display.has_extension("DAMAGE"):
                 raise RuntimeError(f"{name} has no DAMAGE extension")
             self.display.damage_query_version()  # the protocol wants it before any other request
-            self._damage = self.display.screen().root.damage_create(damage.DamageReportBoundingBox)
+            info = self.display.query_extension("DAMAGE")
+            notify = (info.first_event if info else 0) + damage.DamageNotifyCode
+            root = self.display.screen().root
+            self._damage = root.damage_create(damage.DamageReportBoundingBox)
+            # the answers to our _NET_WM_PINGs are sent to the root for its substructure's listeners
+            root.change_attributes(event_mask=X.SubstructureNotifyMask)
+            self._protocols = self.display.intern_atom("WM_PROTOCOLS")
+            self._ping = self.display.intern_atom("_NET_WM_PING")
             self.display.sync()
         except BaseException:
             self.display.close()
             raise
+        self._notify = notify  # python-xlib registers a class of its own per display: compare codes
         self.changes = 0
         self.last_change = time.monotonic()
+        self.pings = 0  # the serial of the last ping sent
+        self.answered = 0  # the serial of the last ping answered, and when
+        self.answered_at = 0.0
         self.alive = True
         self._lock = threading.Lock()
         self._boxes: deque[tuple[int, Box]] = deque(maxlen=KEPT_BOXES)  # (its count, its box)
@@ -61,6 +74,9 @@ class DamageWatcher:
             events = drawn = 0
             while self.display.pending_events():
                 event = self.display.next_event()
+                if event.type != self._notify:
+                    self._pong(event)
+                    continue
                 events += 1
                 area = getattr(event, "area", None)
                 if area is not None and (area.width == 0 or area.height == 0):
@@ -75,6 +91,32 @@ class DamageWatcher:
                 self.display.damage_subtract(self._damage)
                 self.display.flush()
             return self.changes
+
+    def ping(self, wid: int) -> int:
+        """Send _NET_WM_PING to the client of window ``wid`` (EWMH: the client sends it back to the root when
+        its event loop reads it, so the input events queued before it have been read too); its serial, 0 when
+        the window does not take pings (or is gone)."""
+        with self._lock:
+            window = self.display.create_resource_object("window", wid)
+            try:
+                if self._ping not in (window.get_wm_protocols() or ()):
+                    return 0
+            except error.XError:
+                return 0
+            self.pings += 1
+            message = event.ClientMessage(
+                window=window, client_type=self._protocols, data=(32, [self._ping, self.pings, wid, 0, 0])
+            )
+            window.send_event(message, onerror=error.CatchError())
+            self.display.flush()
+            return self.pings
+
+    def _pong(self, message: object) -> None:
+        if not isinstance(message, event.ClientMessage) or message.client_type != self._protocols:
+            return
+        fmt, data = message.data
+        if fmt == 32 and data[0] == self._ping and self.answered < data[1] <= self.pings:
+            self.answered, self.answered_at = int(data[1]), time.monotonic()
 
     def damaged_since(self, mark: int) -> Box | None:
         """The bounding box of what was drawn after the count was ``mark`` (as of the last poll), None if

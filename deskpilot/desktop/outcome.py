@@ -22,6 +22,7 @@ class Outcome:
     file: FileContent | None = None
     settled_ms: float | None = None  # how long the action's settle waited (asked for with ``settle``)
     settled: bool | None = None  # False when it stopped at its maxMs with the screen still changing
+    drawn: bool | None = None  # False when nothing was drawn after the action within its expectation window
     evidence: dict[str, Any] | None = None  # what an input action did, when asked (``evidence.py``)
 
     def to_dict(self) -> dict[str, Any]:
@@ -47,7 +48,7 @@ class Outcome:
         """What an input action asked to know besides its image: how long it settled, what it did."""
         out: dict[str, Any] = {}
         if self.settled_ms is not None:
-            out.update(settledMs=round(self.settled_ms, 1), settled=self.settled)
+            out.update(settledMs=round(self.settled_ms, 1), settled=self.settled, drawn=self.drawn)
         if self.evidence is not None:
             out["evidence"] = self.evidence
         return out

@@ -234,6 +234,24 @@ class XConnection:
         # the window may be gone already: its error arrives later and is caught, not logged
         self.display.create_resource_object("window", wid).kill_client(onerror=error.CatchError())
 
+    def client_at_pointer(self) -> int:
+        """The client window (the one with WM_STATE) under the pointer, found below the window manager's frame
+        as Xmu's XmuClientWindow does; the top-level window itself when none has WM_STATE; 0 over the root."""
+        top = self.root.query_pointer().child
+        if not top:
+            return 0
+        wm_state = self.atom("WM_STATE")
+        level = [top]
+        try:
+            for _ in range(3):  # a frame, its client: deeper is no window manager's
+                for window in level:
+                    if window.get_property(wm_state, X.AnyPropertyType, 0, 0) is not None:
+                        return int(window.id)
+                level = [c for w in level for c in w.query_tree().children]
+        except error.XError:  # gone meanwhile
+            return 0
+        return int(top.id)
+
     def active_window(self) -> int:
         prop = self.root.get_full_property(self.atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW)
         return int(prop.value[0]) if prop and len(prop.value) else 0

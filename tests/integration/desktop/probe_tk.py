@@ -19,7 +19,10 @@ root = tk.Tk(className="DeskpilotProbe")
 root.title(title)
 root.geometry(geometry)
 root.configure(bg=colour)
-text = tk.Text(root, bg=colour, fg="black", highlightthickness=0, bd=0, font=("DejaVu Sans Mono", 14))
+# a steady caret, as the appliance configures its applications: a blink would be a drawing of its own
+text = tk.Text(
+    root, bg=colour, fg="black", highlightthickness=0, bd=0, font=("DejaVu Sans Mono", 14), insertofftime=0
+)
 text.pack(fill="both", expand=True, padx=20, pady=20)
 text.insert("1.0", initial)
 text.mark_set("insert", "end")

@@ -64,7 +64,7 @@ def test_an_action_that_changes_nothing_says_so(desktop: Desktop, probe: Callabl
         evidence=True,
         settle={"quietMs": 100, "maxMs": 2000},
     )
-    assert body["evidence"]["screenChanged"] is False and body["evidence"]["damaged"] is None
+    assert body["evidence"]["screenChanged"] is False and body["evidence"]["damaged"] is None, body
     assert body["evidence"]["focusBefore"] == body["evidence"]["focusAfter"]
 
 

@@ -62,7 +62,7 @@ def test_act_settle_and_look_in_one_request(desktop: Desktop) -> None:
     took = (time.monotonic() - started) * 1000
     assert body["settled"] is True and 60 <= body["settledMs"] <= took
     assert png_size(body["data"]["image"]) == (1280, 720)
-    assert set(body) == {"success", "settled", "settledMs", "data"}
+    assert set(body) == {"success", "settled", "settledMs", "drawn", "data"}
 
 
 def test_a_screen_that_keeps_changing_is_waited_for_at_most_max_ms(desktop: Desktop, busy: None) -> None:
@@ -83,7 +83,7 @@ def test_a_wait_settles_after_waiting_and_answers_with_the_frame(desktop: Deskto
     took = (time.monotonic() - started) * 1000
     assert body["settled"] is True and body["settledMs"] >= 30 and took >= 130
     assert png_size(body["data"]["image"]) == (1280, 720)
-    assert set(body) == {"success", "settled", "settledMs", "data"}
+    assert set(body) == {"success", "settled", "settledMs", "drawn", "data"}
 
 
 def test_a_wait_on_a_changing_screen_settles_at_most_max_ms_after_it(desktop: Desktop, busy: None) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deskpilot.agent.computer import describe
+from deskpilot.agent.computer import describe, unsettled
 from deskpilot.computer.geometry import Size
 
 
@@ -34,3 +34,9 @@ def test_keys_that_went_nowhere_are_told_with_what_to_do() -> None:
     evidence = {"screenChanged": False, "keysDelivered": False, "keysTo": None}
     said = describe(evidence)
     assert "the keys went nowhere: click into a window first" in said and "Nothing on the screen" in said
+
+
+def test_a_frame_taken_before_the_screen_came_to_rest_is_said_to_be_one() -> None:
+    said = unsettled({"settled": False, "settledMs": 3000.4, "drawn": True})
+    assert said.startswith(" The screen was still changing after 3.0 s")
+    assert unsettled({"settled": True, "settledMs": 80.0}) == "" and unsettled({}) == ""

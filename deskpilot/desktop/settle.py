@@ -1,0 +1,187 @@
+"""Settling: waiting after an action until the screen shows what the action caused and has come to rest.
+
+A quiet moment right after the input is not enough: an application draws its answer on its own time (the
+terminal ~27 ms after the keys: its shell echoes through a pty and VTE repaints on a timer; a new window is
+mapped, decorated and painted in stages). So a settle has two phases, read from the X server's DAMAGE counts:
+
+1. **Expect.** An action that should make something draw (keys to a focused window, a click, a scroll, a
+   drag, a launch) waits for the first drawing after it, at most ``expectMs``. Nothing drawn by then is an
+   answer of its own: ``drawn: false``, the screen as it was.
+2. **Quiet.** Then it waits until nothing has been drawn for ``quietMs``, or for twice the longest pause it
+   saw between two drawings of this settle when that is longer (an application that draws in bursts,
+   a terminal streaming output, is not at rest in the gap between two of them), at most ``maxMs`` in all:
+   ``settled: false`` when that ran out with the screen still changing.
+
+Neither phase costs a screenshot. ``expectMs`` and ``quietMs`` left out take the action's own defaults
+(``DEFAULTS``), which the truth benchmark (bench/truth.py) measured against the screen at rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from deskpilot.computer import actions, keys
+from deskpilot.computer.fields import Settle
+from deskpilot.desktop.damage import DamageWatcher
+
+POLL = 0.005  # seconds between looks at the damage count
+CADENCE = 2.0  # at rest: no drawing for this many times the longest pause between two drawings seen
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """How long an action's first drawing is waited for (``expect``), how much quiet is rest (``quiet``) and,
+    for input a client reads, how long after the client has read it (``answer``: 0, no such shortcut), ms."""
+
+    expect: int
+    quiet: int
+    answer: int = 0
+
+
+QUIET_MS = 50
+DEFAULTS: dict[str, Timing] = {
+    # a terminal answers keys through its shell and a pty, then repaints on a timer: ~27 ms here
+    **dict.fromkeys(
+        ("type_text", "type_keys", "paste_text", "press_keys"), Timing(expect=500, quiet=QUIET_MS, answer=60)
+    ),
+    # a toolkit redraws a clicked widget on its next frame or two (60 Hz)
+    **dict.fromkeys(("click_mouse", "scroll", "drag_mouse"), Timing(expect=500, quiet=QUIET_MS, answer=35)),
+    # a window mapped, decorated and painted the first time: its stages are further apart than a repaint's
+    "application": Timing(expect=2000, quiet=250),
+    # hover effects are drawn at once or not at all; a tooltip (after ~500 ms) is not the action's
+    **dict.fromkeys(("move_mouse", "trace_mouse", "press_mouse", "wait"), Timing(expect=0, quiet=QUIET_MS)),
+}
+NOTHING_EXPECTED = Timing(expect=0, quiet=QUIET_MS)
+
+
+def timing(action: actions.Looks, settle: Settle | None, keys_go_somewhere: bool = True) -> Timing:
+    """The settle's phases for ``action``: what the client asked, else the action's defaults. Keys that go
+    nowhere (no focused window), a key released, or modifiers alone pressed expect no drawing."""
+    default = DEFAULTS.get(getattr(action, "action", ""), NOTHING_EXPECTED)
+    if not _may_draw(action, keys_go_somewhere):
+        default = NOTHING_EXPECTED
+    if settle is None:
+        return default
+    return Timing(
+        expect=default.expect if settle.expectMs is None else settle.expectMs,
+        quiet=default.quiet if settle.quietMs is None else settle.quietMs,
+        answer=default.answer,
+    )
+
+
+def _may_draw(action: actions.Looks, keys_go_somewhere: bool) -> bool:
+    keyboard = actions.TypeKeys | actions.TypeText | actions.PasteText | actions.PressKeys
+    if isinstance(action, keyboard) and not keys_go_somewhere:
+        return False
+    if isinstance(action, actions.PressKeys):
+        return action.press == "down" and not all(keys.is_modifier(keys.resolve(k)) for k in action.keys)
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Rested:
+    ms: float  # how long it waited, from the end of the action
+    settled: bool  # the screen came to rest (False: maxMs ran out while it was still changing)
+    drawn: bool  # something was drawn after the action (False: nothing within the expectation window)
+
+
+@dataclass(slots=True)
+class Watch:
+    """One settle's view of the damage count: when the first and the last drawing after ``mark`` were seen,
+    and the longest pause between two of them."""
+
+    mark: int  # the damage count before the action
+    started: float
+    seen: int = 0
+    first: float | None = None
+    last: float = 0.0
+    longest_pause: float = 0.0
+    ping: int = 0  # the serial of the _NET_WM_PING sent after the input (0: none), and when it was answered
+    answered: float | None = None
+
+    def look(self, watcher: DamageWatcher, sync: bool = False) -> None:
+        count = watcher.poll(sync=sync)
+        if self.ping and self.answered is None and watcher.answered >= self.ping:
+            self.answered = watcher.answered_at
+        if count == self.seen or count <= self.mark:
+            self.seen = max(self.seen, count)
+            return
+        at = watcher.last_change
+        if self.first is None:
+            self.first = at
+        else:
+            self.longest_pause = max(self.longest_pause, at - self.last)
+        self.seen, self.last = count, at
+
+    def due(self, plan: Timing) -> float:
+        """When the screen counts as at rest if nothing more is drawn (monotonic seconds)."""
+        if self.first is None:
+            expected = self.started + max(plan.expect, plan.quiet) / 1000
+            if self.answered is None or not plan.answer:
+                return expected
+            # the client has read the input: what it draws in answer comes within ``answer``
+            return min(expected, max(self.answered + plan.answer / 1000, self.started + plan.quiet / 1000))
+        return self.last + max(plan.quiet / 1000, CADENCE * self.longest_pause)
+
+    def quiet_needed(self, plan: Timing) -> float:
+        return max(plan.quiet / 1000, CADENCE * self.longest_pause)
+
+
+LOOKS_AHEAD = 3  # screenshots captured ahead during one settle, each after a drawing that outdated the last
+
+
+async def wait_for_rest(
+    watcher: DamageWatcher,
+    watch: Watch,
+    plan: Timing,
+    max_ms: int,
+    capture: Callable[[], object] | None = None,
+) -> Rested:
+    """Wait through both phases (at most ``max_ms`` from ``watch.started``). With ``capture`` (the screenshot
+    to answer with), it is taken once the screen has been quiet for half the quiet it needs and served if
+    nothing is drawn by the end (the capture cache's rule: never older than the screen); a drawing after it
+    starts another (at most ``LOOKS_AHEAD``)."""
+    limit = watch.started + max_ms / 1000
+    looks: list[asyncio.Future[object]] = []
+    looked_at = -1  # the damage count the last capture ahead started at
+    try:
+        while True:
+            watch.look(watcher)
+            now = time.monotonic()
+            due = watch.due(plan)
+            if now >= due:
+                watch.look(watcher, sync=True)  # a drawing still on its way counts
+                if watch.due(plan) <= now:
+                    return _settled(watch, now, True)
+                continue
+            if now >= limit:
+                return _settled(watch, now, watch.first is None)
+            half = now >= due - watch.quiet_needed(plan) / 2
+            if capture is not None and half and watch.seen != looked_at and len(looks) < LOOKS_AHEAD:
+                looked_at = watch.seen
+                looks.append(asyncio.ensure_future(asyncio.to_thread(capture)))
+            await asyncio.sleep(max(0.0, min(due - now, limit - now, POLL)))
+    finally:
+        # the screenshot after this waits for them anyway (one capture at a time); a failed one is that
+        # screenshot's to report
+        await asyncio.gather(*looks, return_exceptions=True)
+
+
+def _settled(watch: Watch, now: float, settled: bool) -> Rested:
+    return Rested((now - watch.started) * 1000, settled, watch.first is not None)
+
+
+async def first_drawing(watcher: DamageWatcher, watch: Watch, plan: Timing) -> bool:
+    """Only the first phase (evidence asked without a settle): whether anything was drawn after the action
+    within the expectation window; it returns at the first drawing."""
+    while True:
+        until = watch.due(Timing(plan.expect, 0, plan.answer))
+        watch.look(watcher, sync=time.monotonic() >= until)
+        if watch.first is not None:
+            return True
+        if time.monotonic() >= until:
+            return False
+        await asyncio.sleep(POLL)
