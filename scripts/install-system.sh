@@ -30,6 +30,7 @@ runtime_packages=(
 python_packages=(python3 python3-venv ca-certificates)
 test_packages=(
   chromium postgresql shellcheck xterm x11-utils x11-xserver-utils python3-tk desktop-file-utils libglib2.0-bin
+  python3-gi gir1.2-gtk-3.0  # tests/integration/desktop/probe_gtk.py: a GTK window, which answers _NET_WM_PING (Tk does not)
   scrot imagemagick  # bench/peers.py: the screenshot commands of Anthropic's reference demo
   ffmpeg  # GET /tasks/{id}/trajectory?video=true, which the image has it only when built with DESKPILOT_VIDEO=1
 )

@@ -166,12 +166,13 @@ class DesktopController:
             started = time.monotonic()
             if isinstance(action, actions.Wait):
                 mark = await self._damage_now()  # a wait settles from its end
-            keys_go_somewhere, responder = self._responder(action)
+            keys_go_somewhere, responders = self._responders(action)
             plan = settling.timing(action, action.settle, keys_go_somewhere)
             watcher = await asyncio.to_thread(self.connections.damage) if mark is not None else None
             watch = settling.Watch(mark, started, seen=mark) if mark is not None else None
-            if watcher is not None and watch is not None and plan.answer and responder:
-                watch.ping = watcher.ping(responder)
+            if watcher is not None and watch is not None and plan.answer and responders:
+                pings = tuple(watcher.ping(wid) for wid in responders)
+                watch.pings = () if 0 in pings else pings  # one that takes no pings cannot say it has read
             if action.settle is not None:
                 done = await self._settle(watcher, watch, plan, action.settle.maxMs, action.screenshot)
                 result = dataclasses.replace(
@@ -208,17 +209,18 @@ class DesktopController:
             return await self._damage_now()
         return None
 
-    def _responder(self, action: actions.Looks) -> tuple[bool, int]:
+    def _responders(self, action: actions.Looks) -> tuple[bool, list[int]]:
         """Whether a keyboard action's keys had a window to go to (the X input focus is not None), and the
-        client window that received the input (0: none, or not an action a client answers)."""
+        windows of the clients that received the input: the focused one for keys; for the pointer the one
+        under it and the window manager (which draws the frames, and takes clicks on the bare root)."""
         name = getattr(action, "action", "")
         with self.connections.using() as x:
             if name in KEYBOARD_ACTIONS:
                 to = evidence.keys_to(x)
-                return to is not None, to.id if to is not None else 0
+                return to is not None, [to.id] if to is not None and to.id else []
             if name in POINTER_ACTIONS:
-                return True, x.client_at_pointer()
-        return True, 0
+                return True, [wid for wid in (x.client_at_pointer(), x.window_manager()) if wid]
+        return True, []
 
     async def _after(self, action: actions.Looks, before: evidence.Before) -> evidence.After:
         inline = self.connections.capture_path is not None

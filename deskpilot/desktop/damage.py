@@ -32,6 +32,7 @@ Box = tuple[int, int, int, int]  # x0, y0, x1, y1 (exclusive)
 KEPT_BOXES = 512  # the boxes of the latest events, for ``damaged_since`` and ``rows_since``
 JOIN_ROWS = 32  # rows drawn on closer than this are one band: each band costs a request and a margin
 MAX_BANDS = 4
+KEPT_PINGS = 64  # the answers of the latest pings kept; an older one is never waited for
 
 
 class DamageWatcher:
@@ -57,8 +58,7 @@ class DamageWatcher:
         self.changes = 0
         self.last_change = time.monotonic()
         self.pings = 0  # the serial of the last ping sent
-        self.answered = 0  # the serial of the last ping answered, and when
-        self.answered_at = 0.0
+        self.answers: dict[int, float] = {}  # when each of the latest pings was answered, by serial
         self.alive = True
         self._lock = threading.Lock()
         self._boxes: deque[tuple[int, Box]] = deque(maxlen=KEPT_BOXES)  # (its count, its box)
@@ -115,8 +115,15 @@ class DamageWatcher:
         if not isinstance(message, event.ClientMessage) or message.client_type != self._protocols:
             return
         fmt, data = message.data
-        if fmt == 32 and data[0] == self._ping and self.answered < data[1] <= self.pings:
-            self.answered, self.answered_at = int(data[1]), time.monotonic()
+        if fmt == 32 and data[0] == self._ping and self.pings - KEPT_PINGS < data[1] <= self.pings:
+            self.answers[int(data[1])] = time.monotonic()
+            if len(self.answers) > KEPT_PINGS:
+                del self.answers[min(self.answers)]
+
+    def answered(self, pings: tuple[int, ...]) -> float | None:
+        """When the last of ``pings`` was answered, None while one is not (as of the last poll)."""
+        times = [self.answers.get(serial) for serial in pings]
+        return None if None in times else max(t for t in times if t is not None)
 
     def damaged_since(self, mark: int) -> Box | None:
         """The bounding box of what was drawn after the count was ``mark`` (as of the last poll), None if

@@ -76,8 +76,10 @@ def _may_draw(action: actions.Looks, keys_go_somewhere: bool) -> bool:
     keyboard = actions.TypeKeys | actions.TypeText | actions.PasteText | actions.PressKeys
     if isinstance(action, keyboard) and not keys_go_somewhere:
         return False
-    if isinstance(action, actions.PressKeys):
-        return action.press == "down" and not all(keys.is_modifier(keys.resolve(k)) for k in action.keys)
+    if isinstance(action, actions.PressKeys) and action.press == "up":
+        return False
+    if isinstance(action, actions.PressKeys | actions.TypeKeys):
+        return not all(keys.is_modifier(keys.resolve(k)) for k in action.keys)
     return True
 
 
@@ -99,13 +101,13 @@ class Watch:
     first: float | None = None
     last: float = 0.0
     longest_pause: float = 0.0
-    ping: int = 0  # the serial of the _NET_WM_PING sent after the input (0: none), and when it was answered
+    pings: tuple[int, ...] = ()  # the _NET_WM_PINGs sent after the input, and when the last was answered
     answered: float | None = None
 
     def look(self, watcher: DamageWatcher, sync: bool = False) -> None:
         count = watcher.poll(sync=sync)
-        if self.ping and self.answered is None and watcher.answered >= self.ping:
-            self.answered = watcher.answered_at
+        if self.pings and self.answered is None:
+            self.answered = watcher.answered(self.pings)
         if count == self.seen or count <= self.mark:
             self.seen = max(self.seen, count)
             return

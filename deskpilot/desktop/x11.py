@@ -252,6 +252,11 @@ class XConnection:
             return 0
         return int(top.id)
 
+    def window_manager(self) -> int:
+        """The window manager's own window (EWMH _NET_SUPPORTING_WM_CHECK), 0 without one."""
+        prop = self.root.get_full_property(self.atom("_NET_SUPPORTING_WM_CHECK"), Xatom.WINDOW)
+        return int(prop.value[0]) if prop and len(prop.value) else 0
+
     def active_window(self) -> int:
         prop = self.root.get_full_property(self.atom("_NET_ACTIVE_WINDOW"), Xatom.WINDOW)
         return int(prop.value[0]) if prop and len(prop.value) else 0

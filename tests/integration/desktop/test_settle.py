@@ -6,18 +6,26 @@ from __future__ import annotations
 
 import base64
 import struct
+import subprocess
 import threading
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 from Xlib import display as xdisplay
 
-from tests.integration.desktop.conftest import Desktop
+from tests.integration.desktop.conftest import Desktop, Probe, stop_process, wait_for
 
+GTK_PROBE = Path(__file__).with_name("probe_gtk.py")
 CLICK = {"action": "click_mouse", "coordinates": {"x": 5, "y": 1075}, "button": "left", "clickCount": 1}
+
+
+def click(x: int, y: int) -> dict:
+    return {**CLICK, "coordinates": {"x": x, "y": y}}
 
 
 def png_size(b64: str) -> tuple[int, int]:
@@ -175,3 +183,80 @@ def test_a_drawing_after_the_capture_ahead_is_in_the_frame(
     drawer.join(5)
     assert body["settled"] is True and len(looks.times) >= 2, looks.times
     assert pixel(body["data"]["image"], 500, 300) == 0xAA3366  # (750, 450) on the screen, at 2/3
+
+
+@pytest.fixture
+def gtk_window(desktop: Desktop) -> Iterator[tuple[int, int, int, int, int]]:
+    """A GTK window (probe_gtk.py) drawing nothing on input, answering pings: (id, x, y, width, height)."""
+    title = f"gtk-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.Popen(
+        ["/usr/bin/python3", str(GTK_PROBE), title, "500x300+300+300"],
+        env=desktop.display.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wid = int(str(wait_for(lambda: desktop.x.find(title), 15, f"window {title}")))
+        desktop.act(action="wait", duration=0, settle={"quietMs": 300, "maxMs": 5000})  # mapped and painted
+        yield (wid, *desktop.x.geometry(wid))
+    finally:
+        stop_process(proc)
+
+
+def test_a_client_answers_the_ping_sent_after_the_input(
+    desktop: Desktop, gtk_window: tuple[int, int, int, int, int]
+) -> None:
+    # the EWMH ping a settle sends to the window that got the input comes back once its client read it
+    watcher = desktop.controller.connections.damage()
+    assert watcher is not None
+    serial = watcher.ping(gtk_window[0])
+    assert serial > 0
+    wait_for(lambda: watcher.poll(sync=True) >= 0 and watcher.answered((serial,)) is not None, 10, "the pong")
+    assert watcher.ping(desktop.x.root.id) == 0  # the root takes no pings: nobody would answer
+
+
+def test_a_click_that_draws_nothing_says_so_once_its_client_has_read_it(
+    desktop: Desktop, gtk_window: tuple[int, int, int, int, int]
+) -> None:
+    _, x, y, width, height = gtk_window
+    spot = click(x + width // 2, y + height // 2)
+    desktop.act(**spot, settle={"expectMs": 0, "quietMs": 300, "maxMs": 3000})  # focused, at rest
+    body = desktop.act(**spot, settle={"expectMs": 5000, "maxMs": 10000}, evidence=True)
+    assert body["drawn"] is False and body["evidence"]["screenChanged"] is False
+    # ended once the client (and the window manager) had read the click, not by the 5 s window
+    assert body["settled"] is True and body["settledMs"] < 5000
+
+
+def show_later(name: str, delay: float, colour: int, box: tuple[int, int, int, int]) -> threading.Timer:
+    """After ``delay`` s, a window of another client appears on top, filled with ``colour``."""
+
+    def show() -> None:
+        d = xdisplay.Display(name)
+        x, y, w, h = box
+        root = d.screen().root
+        window = root.create_window(x, y, w, h, 0, 24, background_pixel=colour, override_redirect=True)
+        window.map()
+        d.sync()
+        shown.append(d)
+
+    shown: list[xdisplay.Display] = []
+    timer = threading.Timer(delay, show)
+    timer.shown = shown  # type: ignore[attr-defined]  # closed by the caller, which ends the window
+    timer.start()
+    return timer
+
+
+def test_a_drawing_that_comes_late_is_waited_for(desktop: Desktop, probe: Callable[..., Probe]) -> None:
+    # keys to a Tk window, which takes no pings: what is drawn 150 ms later (as a terminal's shell might)
+    # is waited for, up to expectMs
+    probe(x=300, y=300)
+    later = show_later(desktop.display.name, 0.15, 0x00AA00, (1000, 700, 200, 100))
+    try:
+        body = desktop.act(action="type_text", text="", settle={"quietMs": 20, "maxMs": 3000}, screenshot={})
+        later.join()
+        assert body["drawn"] is True and pixel(body["data"]["image"], 1100, 750) == 0x00AA00
+    finally:
+        later.join()
+        for d in later.shown:  # type: ignore[attr-defined]
+            d.close()

@@ -1,0 +1,57 @@
+"""How long a settle waits for an action's drawing and how much quiet is rest, by action (settle.DEFAULTS),
+and when the screen counts as at rest (``Watch.due``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deskpilot.computer.actions import parse_action
+from deskpilot.computer.fields import Settle
+from deskpilot.desktop.settle import DEFAULTS, NOTHING_EXPECTED, Timing, Watch, timing
+
+
+def action(name: str, **fields: Any) -> Any:
+    return parse_action({"action": name, **fields})
+
+
+def test_keys_to_a_window_expect_drawing_and_keys_to_nowhere_do_not() -> None:
+    typed = action("type_text", text="echo hi\n")
+    assert timing(typed, None) == DEFAULTS["type_text"] and timing(typed, None).expect > 0
+    assert timing(typed, None, keys_go_somewhere=False) == NOTHING_EXPECTED
+
+
+def test_modifiers_alone_and_released_keys_expect_no_drawing() -> None:
+    assert timing(action("press_keys", keys=["shift", "ctrl"], press="down"), None).expect == 0
+    assert timing(action("press_keys", keys=["ctrl", "l"], press="up"), None).expect == 0
+    assert timing(action("press_keys", keys=["ctrl", "l"], press="down"), None).expect > 0
+
+
+def test_a_launch_waits_longer_and_a_move_expects_nothing() -> None:
+    launch = timing(action("application", application="terminal"), None)
+    assert launch.expect >= 1000 and launch.quiet > DEFAULTS["click_mouse"].quiet
+    assert timing(action("move_mouse", coordinates={"x": 1, "y": 1}), None).expect == 0
+
+
+def test_what_the_client_asks_wins_over_the_defaults() -> None:
+    click = action("click_mouse", coordinates={"x": 1, "y": 1}, button="left", clickCount=1)
+    asked = timing(click, Settle(quietMs=120, expectMs=0, maxMs=900))
+    assert asked == Timing(expect=0, quiet=120, answer=DEFAULTS["click_mouse"].answer)
+    assert timing(click, Settle(maxMs=900)) == DEFAULTS["click_mouse"]
+
+
+def test_nothing_drawn_is_at_rest_after_the_expectation_or_the_clients_answer() -> None:
+    plan = Timing(expect=500, quiet=50, answer=35)
+    watch = Watch(mark=7, started=100.0, seen=7)
+    assert watch.due(plan) == 100.5
+    watch.answered = 100.002  # the client read the input: its drawing would come within ``answer``
+    assert abs(watch.due(plan) - 100.05) < 1e-9  # never before the quiet period, though
+    watch.answered = 100.1
+    assert abs(watch.due(plan) - 100.135) < 1e-9
+
+
+def test_drawing_is_at_rest_after_the_quiet_or_twice_its_longest_pause() -> None:
+    plan = Timing(expect=500, quiet=50)
+    watch = Watch(mark=7, started=100.0, seen=9, first=100.03, last=100.03)
+    assert abs(watch.due(plan) - 100.08) < 1e-9
+    watch.last, watch.longest_pause = 100.2, 0.04  # drawings 40 ms apart: a pause is not rest
+    assert abs(watch.due(plan) - 100.28) < 1e-9
