@@ -33,6 +33,13 @@ KEPT_BOXES = 512  # the boxes of the latest events, for ``damaged_since`` and ``
 JOIN_ROWS = 32  # rows drawn on closer than this are one band: each band costs a request and a margin
 MAX_BANDS = 4
 KEPT_PINGS = 64  # the answers of the latest pings kept; an older one is never waited for
+# A top-level window mapped, unmapped, moved, resized, restacked or reparented: the server paints its frame's
+# background and moves window contents by their bit gravity itself, and DAMAGE does not report all of it (a
+# maximised xfce4-terminal's first title and menu bar never were, so frames lacked them for good): the whole
+# screen counts as drawn.
+RESTRUCTURED = frozenset(
+    {X.MapNotify, X.UnmapNotify, X.ConfigureNotify, X.ReparentNotify, X.GravityNotify, X.CirculateNotify}
+)
 
 
 class DamageWatcher:
@@ -74,15 +81,18 @@ class DamageWatcher:
             events = drawn = 0
             while self.display.pending_events():
                 event = self.display.next_event()
-                if event.type != self._notify:
+                if event.type in RESTRUCTURED:
+                    box = self._screen  # see RESTRUCTURED
+                elif event.type == self._notify:
+                    events += 1
+                    area = event.area
+                    if area.width == 0 or area.height == 0:
+                        continue  # an empty box (the server's own cursor bookkeeping): no pixel changed
+                    box = (area.x, area.y, area.x + area.width, area.y + area.height)
+                else:
                     self._pong(event)
                     continue
-                events += 1
-                area = getattr(event, "area", None)
-                if area is not None and (area.width == 0 or area.height == 0):
-                    continue  # an empty box (the server's own cursor bookkeeping): no pixel changed
                 drawn += 1
-                box = (area.x, area.y, area.x + area.width, area.y + area.height) if area else self._screen
                 self._boxes.append((self.changes + drawn, box))
             if drawn:
                 self.changes += drawn
