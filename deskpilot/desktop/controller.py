@@ -25,7 +25,7 @@ import pybase64
 from deskpilot.computer import actions
 from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.config import DesktopSettings
-from deskpilot.desktop import evidence
+from deskpilot.desktop import activity, evidence
 from deskpilot.desktop import settle as settling
 from deskpilot.desktop.capture import Image, tune_malloc
 from deskpilot.desktop.connections import Connections
@@ -96,9 +96,10 @@ class DesktopController:
             before = await self._before() if wants_evidence else None
             # what was drawn before an input action is not its doing: the count it starts from
             mark = before.changes if before else await self._mark(action)
+            jobs = self._jobs_before(action) if mark is not None else None
             result = await self._handlers[type(action)](action)
             if isinstance(action, actions.Looks):  # the input actions and wait
-                result = await self.observe(action, result, before, mark)
+                result = await self.observe(action, result, before, mark, jobs)
             outcome = "ok"
             return result
         except DesktopError as exc:
@@ -157,6 +158,7 @@ class DesktopController:
         result: Outcome,
         before: evidence.Before | None = None,
         mark: int | None = None,
+        jobs: tuple[int, set[int]] | None = None,
     ) -> Outcome:
         """What an action asked to see afterwards: the screen settled (``settle.py``), a screenshot of it,
         evidence (input actions only: ``before`` is None for a wait). Evidence without a settle still waits
@@ -174,7 +176,8 @@ class DesktopController:
                 pings = tuple(watcher.ping(wid) for wid in responders)
                 watch.pings = () if 0 in pings else pings  # one that takes no pings cannot say it has read
             if action.settle is not None:
-                done = await self._settle(watcher, watch, plan, action.settle.maxMs, action.screenshot)
+                work = self._work(action, responders, jobs)
+                done = await self._settle(watcher, watch, plan, action.settle.maxMs, action.screenshot, work)
                 result = dataclasses.replace(
                     result, settled_ms=done.ms, settled=done.settled, drawn=done.drawn
                 )
@@ -194,6 +197,7 @@ class DesktopController:
         plan: settling.Timing,
         max_ms: int,
         ahead: ScreenshotOptions | None = None,
+        work: activity.Work | None = None,
     ) -> settling.Rested:
         """Both phases of a settle; without damage tracking it waits the quiet period and cannot tell."""
         if watcher is None or watch is None:
@@ -201,13 +205,32 @@ class DesktopController:
             await asyncio.sleep(waited / 1000)
             return settling.Rested(waited, False, True)
         capture = functools.partial(self.capture, ahead) if ahead is not None else None
-        return await settling.wait_for_rest(watcher, watch, plan, max_ms, capture)
+        return await settling.wait_for_rest(watcher, watch, plan, max_ms, capture, work)
 
     async def _mark(self, action: actions.Action) -> int | None:
         """The damage count before an input action that settles (None for the others, or without damage)."""
         if isinstance(action, actions.Observed) and action.settle is not None:
             return await self._damage_now()
         return None
+
+    def _jobs_before(self, action: actions.Action) -> tuple[int, set[int]] | None:
+        """For keys: the focused window's process and the terminal jobs it ran before the action."""
+        if getattr(action, "action", "") not in KEYBOARD_ACTIONS:
+            return None
+        with self.connections.using() as x:
+            pid = x.window_pid(x.active_window())
+        return (pid, activity.jobs(activity.tree(pid))) if pid else None
+
+    def _work(
+        self, action: actions.Looks, responders: list[int], jobs: tuple[int, set[int]] | None
+    ) -> activity.Work | None:
+        """The programs behind the window that got the input (a launch: the window it shows)."""
+        with self.connections.using() as x:
+            wid = x.active_window() if isinstance(action, actions.Application) else next(iter(responders), 0)
+            pid = x.window_pid(wid) if wid else 0
+        if jobs is not None and jobs[0] == pid:
+            return activity.Work(pid, jobs[1])
+        return activity.Work.of(pid)
 
     def _responders(self, action: actions.Looks) -> tuple[bool, list[int]]:
         """Whether a keyboard action's keys had a window to go to (the X input focus is not None), and the

@@ -9,8 +9,10 @@ mapped, decorated and painted in stages). So a settle has two phases, read from 
    answer of its own: ``drawn: false``, the screen as it was.
 2. **Quiet.** Then it waits until nothing has been drawn for ``quietMs``, or for twice the longest pause it
    saw between two drawings of this settle when that is longer (an application that draws in bursts,
-   a terminal streaming output, is not at rest in the gap between two of them), at most ``maxMs`` in all:
-   ``settled: false`` when that ran out with the screen still changing.
+   a terminal streaming output, is not at rest in the gap between two of them; a pause over 200 ms is two
+   answers, not a cadence), and until the programs behind the window are no longer at work
+   (``activity.py``: computing, or running a command the action started that sleeps on a timer), at most
+   ``maxMs`` in all: ``settled: false`` when that ran out with the screen still changing or them at work.
 
 Neither phase costs a screenshot. ``expectMs`` and ``quietMs`` left out take the action's own defaults
 (``DEFAULTS``), which the truth benchmark (bench/truth.py) measured against the screen at rest.
@@ -25,10 +27,13 @@ from dataclasses import dataclass
 
 from deskpilot.computer import actions, keys
 from deskpilot.computer.fields import Settle
+from deskpilot.desktop import activity
 from deskpilot.desktop.damage import DamageWatcher
 
 POLL = 0.005  # seconds between looks at the damage count
 CADENCE = 2.0  # at rest: no drawing for this many times the longest pause between two drawings seen
+# a longer pause is no repaint cadence but two answers (a command's echo, then its output once it ended)
+MAX_CADENCE_PAUSE = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,7 @@ class Watch:
     longest_pause: float = 0.0
     pings: tuple[int, ...] = ()  # the _NET_WM_PINGs sent after the input, and when the last was answered
     answered: float | None = None
+    at_work: float | None = None  # when the programs behind the window were last seen at work
 
     def look(self, watcher: DamageWatcher, sync: bool = False) -> None:
         count = watcher.poll(sync=sync)
@@ -114,18 +120,23 @@ class Watch:
         at = watcher.last_change
         if self.first is None:
             self.first = at
-        else:
+        elif at - self.last <= MAX_CADENCE_PAUSE:
             self.longest_pause = max(self.longest_pause, at - self.last)
         self.seen, self.last = count, at
 
     def due(self, plan: Timing) -> float:
         """When the screen counts as at rest if nothing more is drawn (monotonic seconds)."""
+        if self.at_work is not None:  # what the work ended with is drawn after it: wait for it as for input
+            return max(self._due(plan), self.at_work + max(plan.answer or plan.quiet, plan.quiet) / 1000)
+        return self._due(plan)
+
+    def _due(self, plan: Timing) -> float:
         if self.first is None:
             expected = self.started + max(plan.expect, plan.quiet) / 1000
             if self.answered is None or not plan.answer:
                 return expected
             # the client has read the input: what it draws in answer comes within ``answer``
-            return min(expected, self.answered + plan.answer / 1000)
+            return min(expected, max(self.answered + plan.answer / 1000, self.started + plan.quiet / 1000))
         return self.last + max(plan.quiet / 1000, CADENCE * self.longest_pause)
 
     def quiet_needed(self, plan: Timing) -> float:
@@ -141,11 +152,13 @@ async def wait_for_rest(
     plan: Timing,
     max_ms: int,
     capture: Callable[[], object] | None = None,
+    work: activity.Work | None = None,
 ) -> Rested:
     """Wait through both phases (at most ``max_ms`` from ``watch.started``). With ``capture`` (the screenshot
     to answer with), it is taken once the screen has been quiet for half the quiet it needs and served if
     nothing is drawn by the end (the capture cache's rule: never older than the screen); a drawing after it
-    starts another (at most ``LOOKS_AHEAD``)."""
+    starts another (at most ``LOOKS_AHEAD``). With ``work`` (the programs behind the window that got the
+    input), a quiet screen is rest only once they are not at work (``activity.py``)."""
     limit = watch.started + max_ms / 1000
     looks: list[asyncio.Future[object]] = []
     looked_at = -1  # the damage count the last capture ahead started at
@@ -156,16 +169,18 @@ async def wait_for_rest(
             due = watch.due(plan)
             if now >= due:
                 watch.look(watcher, sync=True)  # a drawing still on its way counts
-                if watch.due(plan) <= now:
+                if watch.due(plan) > now:
+                    continue
+                if work is None or not work.at_work():
                     return _settled(watch, now, True)
-                continue
-            if now >= limit:
-                return _settled(watch, now, watch.first is None)
+                watch.at_work = now
+            if now >= limit:  # at rest only if nothing was drawn and nothing is at work
+                return _settled(watch, now, watch.first is None and (work is None or not work.at_work()))
             half = now >= due - watch.quiet_needed(plan) / 2
             if capture is not None and half and watch.seen != looked_at and len(looks) < LOOKS_AHEAD:
                 looked_at = watch.seen
                 looks.append(asyncio.ensure_future(asyncio.to_thread(capture)))
-            await asyncio.sleep(max(0.0, min(due - now, limit - now, POLL)))
+            await asyncio.sleep(POLL if now >= due else max(0.0, min(due - now, limit - now, POLL)))
     finally:
         # the screenshot after this waits for them anyway (one capture at a time); a failed one is that
         # screenshot's to report

@@ -251,6 +251,7 @@ def test_a_drawing_that_comes_late_is_waited_for(desktop: Desktop, probe: Callab
     # keys to a Tk window, which takes no pings: what is drawn 150 ms later (as a terminal's shell might)
     # is waited for, up to expectMs
     probe(x=300, y=300)
+    desktop.act(action="wait", duration=0, settle={"quietMs": 300, "maxMs": 5000})  # placed and painted
     later = show_later(desktop.display.name, 0.15, 0x00AA00, (1000, 700, 200, 100))
     try:
         body = desktop.act(action="type_text", text="", settle={"quietMs": 20, "maxMs": 3000}, screenshot={})

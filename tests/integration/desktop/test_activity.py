@@ -1,0 +1,101 @@
+"""Whether the programs behind a window are at work (desktop/activity.py), read from the real /proc of a real
+shell on a pseudo-terminal, as xfce4-terminal runs one."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import subprocess
+import sys
+import termios
+from collections.abc import Iterator
+
+import pytest
+
+from deskpilot.desktop import activity
+from tests.support.timing import wait_until
+
+
+@pytest.fixture
+def shell() -> Iterator[tuple[int, int]]:
+    """An interactive bash on a pty, as a terminal runs it: (its pid, the pty's master end)."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "PS1": "$ ", "TERM": "xterm", "LESS": ""}
+    proc = subprocess.Popen(
+        ["bash", "--norc", "--noprofile", "-i"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+        preexec_fn=_take_the_terminal,
+    )
+    os.close(slave)
+    try:
+        wait_until(lambda: activity.jobs(activity.tree(proc.pid)) == set() and _at_prompt(master), 10)
+        yield proc.pid, master
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(master)
+
+
+def _take_the_terminal() -> None:
+    """In the child: the pty on stdin becomes its controlling terminal (bash then runs jobs in the foreground)."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _at_prompt(master: int) -> bool:
+    os.set_blocking(master, False)
+    try:
+        return b"$ " in os.read(master, 65536)
+    except BlockingIOError:
+        return False
+
+
+def test_a_tree_holds_the_process_and_its_descendants() -> None:
+    proc = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"])
+    try:
+        wait_until(lambda: len(activity.tree(proc.pid)) == 3, 10)
+        assert not activity.busy(activity.tree(proc.pid))  # all asleep
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_computing_process_is_busy() -> None:
+    spin = "import time\nend = time.monotonic() + 20\nwhile time.monotonic() < end: pass"
+    proc = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        assert wait_until(lambda: activity.busy([proc.pid]), 10)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_command_on_a_timer_started_by_the_action_is_work(shell: tuple[int, int]) -> None:
+    pid, master = shell
+    work = activity.Work.of(pid)
+    assert work is not None and not work.at_work()
+    os.write(master, b"sleep 1; echo done\n")
+    wait_until(work.at_work, 5, what="the job at work")
+    wait_until(lambda: not work.at_work(), 10, what="the job over")
+
+
+def test_a_pager_waiting_for_keys_is_at_rest(shell: tuple[int, int]) -> None:
+    pid, master = shell
+    work = activity.Work.of(pid)
+    assert work is not None
+    os.write(master, b"seq 1 1000 | less\n")
+    wait_until(lambda: activity.jobs(activity.tree(pid)), 5, what="less in the foreground")
+    wait_until(lambda: not work.at_work(), 10, what="less waiting for a key")
+    assert activity.jobs(activity.tree(pid)) - work.before  # started by the action, and at rest all the same
+
+
+def test_a_job_running_before_the_action_is_not_its_work(shell: tuple[int, int]) -> None:
+    pid, master = shell
+    os.write(master, b"sleep 30\n")
+    wait_until(lambda: activity.jobs(activity.tree(pid)), 5, what="sleep in the foreground")
+    work = activity.Work.of(pid)  # taken before the next keys, with sleep running
+    assert work is not None and not work.at_work()
