@@ -17,3 +17,6 @@ pref("browser.translations.automaticallyPopup", false);
 pref("ui.caretBlinkTime", 0);
 pref("ui.prefersReducedMotion", 1);
 pref("toolkit.cosmeticAnimations.enabled", false);
+// Classic scrollbars: GTK's overlay scrollbar appears on load, scroll or zoom and fades 1.5 s later, a drawing
+// no action asked for.
+pref("widget.gtk.overlay-scrollbars.enabled", false);

@@ -17,3 +17,4 @@ pref("browser.crashReports.unsubmittedCheck.autoSubmit2", false);
 pref("ui.caretBlinkTime", 0);
 pref("ui.prefersReducedMotion", 1);
 pref("toolkit.cosmeticAnimations.enabled", false);
+pref("widget.gtk.overlay-scrollbars.enabled", false);
