@@ -192,8 +192,9 @@ def main() -> None:
         f"target p50 <= {TARGET_P50_MS:.0f} ms: {'met' if p50 <= TARGET_P50_MS else 'NOT met'}"
     )
     print(
-        f"settle time on the same action (a click on an idle area), median: reported by damage {settled['damage']:.1f}"
-        f" ms, frame-compare loop {settled['frames']:.1f} ms ({settled['frames'] / settled['damage']:.1f}x)"
+        "settle time on the same action (a click on an idle area), median: reported by damage "
+        f"{settled['damage']:.1f} ms, frame-compare loop {settled['frames']:.1f} ms "
+        f"({settled['frames'] / settled['damage']:.1f}x)"
     )
     if args.wait_steps >= 2:
         w50 = report("wait 0 ms: wait, settle, frame", waits)

@@ -42,7 +42,7 @@ def shell() -> Iterator[tuple[int, int]]:
 
 
 def _take_the_terminal() -> None:
-    """In the child: the pty on stdin becomes its controlling terminal (bash then runs jobs in the foreground)."""
+    """In the child: the pty on stdin becomes its controlling terminal (so bash runs foreground jobs)."""
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 

@@ -44,7 +44,9 @@ def test_nothing_drawn_is_at_rest_after_the_expectation_or_the_clients_answer() 
     watch = Watch(mark=7, started=100.0, seen=7)
     assert watch.due(plan) == 100.5
     watch.answered = 100.002  # the client read the input: its drawing would come within ``answer``
-    assert abs(watch.due(plan) - 100.037) < 1e-9
+    assert abs(watch.due(plan) - 100.05) < 1e-9  # but the screen is quiet for ``quiet`` at least
+    watch.answered = 100.1
+    assert abs(watch.due(plan) - 100.135) < 1e-9
     watch.answered = 100.48  # never later than the expectation window
     assert watch.due(plan) == 100.5
 
