@@ -2,7 +2,8 @@
 
     deskpilot eval SUITE [--model M] [--url URL [--agent-url URL] [--token T] | --image TAG] [--out DIR]
                    [--save-trajectories DIR | --replay DIR]
-    deskpilot replay TRAJECTORY --url URL [--token T] [--tolerance 0.02] [--out DIR]
+    deskpilot replay TRAJECTORY --url URL [--token T] [--timeout 5] [--mask X,Y,W,H ...] [--out DIR]
+                     [--threshold 32] [--tolerance 0.02]
 
 ``eval`` scores a model on a suite of task files (docs/evaluation.md): against the appliance at ``--url``,
 or a private sandbox (native, or from ``--image``) started for the run and stopped after it. It exits 0
@@ -11,9 +12,10 @@ downloads each task's trajectory as ``DIR/<task id>.zip``; ``--replay DIR`` repl
 model, and the same checks score the suite.
 
 ``replay`` sends a task's recorded actions (``GET /tasks/{id}/trajectory``) to the desktop service at
-``--url`` and compares each settled frame with the recorded one (``deskpilot.client.replay``). It exits 0 when
-every step matched, 1 at the first that did not (its recorded, replayed and diff frames written to ``--out``),
-2 on bad usage or an unreadable archive.
+``--url`` and waits, up to ``--timeout`` s a step, for the screen to match each recorded frame, compared by
+tiles with the clock and each ``--mask`` left out (``deskpilot.client.replay``, ``compare``). It exits 0 when
+every frame compared matched, 1 at the first that did not (its recorded, replayed and diff frames written to
+``--out``, by default a new temporary folder), 2 on bad usage, an unreadable archive or a failing desktop.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ import argparse
 import os
 import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from deskpilot.client.replay import replay
+from deskpilot.client.compare import THRESHOLD, TOLERANCE, Box
+from deskpilot.client.replay import TIMEOUT, ReplayResult, replay
 from deskpilot.client.sandboxes import ApplianceError, sandbox
 from deskpilot.computer.client import Desktop
 from deskpilot.errors import ClientError
@@ -54,33 +58,103 @@ def main(argv: Sequence[str] | None = None) -> int:
     rp.add_argument("trajectory", type=Path, help="a zip of GET /tasks/{id}/trajectory")
     rp.add_argument("--url", required=True, help="the desktop service to replay on")
     rp.add_argument("--token", help="its token (default: $DESKPILOT_TOKEN)")
-    rp.add_argument("--tolerance", type=float, default=0.02, help="share of pixels that may differ (0.02)")
-    rp.add_argument("--out", type=Path, help="where a divergence's frames go (default: replay-step-N)")
+    rp.add_argument("--timeout", type=_seconds, default=TIMEOUT, help="s a step's screen has to match (5)")
+    rp.add_argument(
+        "--mask", type=_box, action="append", default=[], metavar="X,Y,W,H", help="screen pixels to leave out"
+    )
+    rp.add_argument(
+        "--threshold", type=_level, default=THRESHOLD, help="levels a pixel moves by to count (32)"
+    )
+    rp.add_argument(
+        "--tolerance", type=_share, default=TOLERANCE, help="share of a tile that may move (0.02)"
+    )
+    rp.add_argument("--out", type=Path, help="where a divergence's frames go (default: a new temporary one)")
     args = parser.parse_args(argv)
     return replay_command(args) if args.command == "replay" else eval_command(args)
+
+
+def _box(text: str) -> Box:
+    try:
+        x, y, width, height = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give x,y,width,height in screen pixels") from None
+    if min(x, y) < 0 or min(width, height) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a box on the screen, its width and height above 0")
+    return x, y, width, height
+
+
+def _bounded(kind: Callable[[str], float], low: float, high: float, what: str) -> Callable[[str], float]:
+    """An argparse type: ``kind`` of the text, within [low, high]."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r}: {what}")
+        return value
+
+    return parse
+
+
+_seconds = _bounded(float, 0, 600, "seconds, 0 to 600")
+_level = _bounded(int, 0, 254, "levels of 255, 0 to 254")
+_share = _bounded(float, 0, 0.99, "a share of a tile's pixels, 0 to 0.99")
 
 
 def replay_command(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("DESKPILOT_TOKEN")
     try:
         with Desktop(args.url, token) as desktop:
-            result = replay(args.trajectory, desktop, args.tolerance, args.out)
+            result = replay(
+                args.trajectory,
+                desktop,
+                args.tolerance,
+                args.out,
+                timeout=args.timeout,
+                threshold=args.threshold,
+                masks=tuple(args.mask),
+            )
     except (OSError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         print(f"deskpilot replay: {args.trajectory}: {exc}", file=sys.stderr)
         return 2
     except ClientError as exc:
         print(f"deskpilot replay: {exc}", file=sys.stderr)
         return 2
-    done = f"{result.replayed} of {result.steps} steps replayed ({result.skipped} skipped)"
-    done += f" in {result.seconds:.1f} s"
+    print(replay_summary(result))
     if result.divergence is None:
-        print(f"{done}: every frame matched")
         return 0
-    d = result.divergence
-    print(f"{done}: step {d.step} diverged ({d.changed:.1%} of the pixels differ): {d.action}")
-    for path in d.files:
+    for path in result.divergence.files:
         print(path)
     return 1
+
+
+def replay_summary(result: ReplayResult) -> str:
+    """What was replayed and compared; a frame is said to match only when it was compared."""
+    said = f"{result.replayed} of {result.steps} steps replayed ({result.skipped} skipped)"
+    said += f" in {result.seconds:.1f} s"
+    matched = result.compared - result.diverged
+    said += f": {_count(result.compared, 'frame')} compared, {matched} matched"
+    said += f" ({result.waited} after waiting)" if result.waited else ""
+    said += f", {_count(result.unframed, 'step')} without a frame" if result.unframed else ""
+    d = result.divergence
+    if d is None:
+        return said
+    where = f" from x={d.where[0]},y={d.where[1]}, {d.where[2]}x{d.where[3]} px" if d.where else ""
+    return (
+        f"{said}; step {d.step} diverged after {d.waited:.1f} s: {_count(d.tiles, 'tile')} differ"
+        f" ({d.changed:.1%}){where}: {_short(d.action)}"
+    )
+
+
+def _short(action: dict[str, Any]) -> str:
+    said = repr(action)
+    return said if len(said) <= 200 else said[:199] + "…"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def eval_command(args: argparse.Namespace) -> int:

@@ -1,7 +1,9 @@
 """A task's trajectory, end to end: a scripted model runs a task on a real desktop through the real agent
 loop; GET /tasks/{id}/trajectory downloads its steps and frames; `deskpilot replay` replays it on the same
-desktop and every frame matches; once the desktop has changed (a window opened over it), the replay stops at
-the first step, with the recorded, replayed and diff frames written out."""
+desktop and every frame it has matches, the wait's too (a refused step has none, and is counted apart); once
+the desktop has changed (a window opened over it), the replay stops at the first step, with the recorded,
+replayed and diff frames written out. (The replay's verdicts on desktops that differ by less:
+tests/integration/client/test_replay.py.)"""
 
 from __future__ import annotations
 
@@ -67,18 +69,20 @@ def test_a_recorded_task_downloads_and_replays_on_the_desktop(
         assert frame.size == (1280, 720)
         assert len([n for n in z.namelist() if n.startswith("frames/")]) <= len(steps)  # each frame once
 
-    # the same desktop, unchanged: every frame matches
+    # the same desktop, unchanged: each of the three frames matches, the wait's included
     assert main(["replay", str(archive), "--url", desktop_url]) == 0
-    assert "4 of 5 steps replayed (1 skipped)" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "4 of 5 steps replayed (1 skipped)" in said
+    assert "3 frames compared, 3 matched" in said and "1 step without a frame" in said, said
 
     # a window over the desktop: the first step diverges, with its frames written out
     window = subprocess.Popen(["xterm", "-geometry", "120x40+200+150", "-bg", "red"], env=loop_display.env)
     try:
         time.sleep(1.5)
         out = tmp_path / "diverged"
-        assert main(["replay", str(archive), "--url", desktop_url, "--out", str(out)]) == 1
+        assert main(["replay", str(archive), "--url", desktop_url, "--out", str(out), "--timeout", "1"]) == 1
         said = capsys.readouterr().out
-        assert "step 1 diverged" in said
+        assert "1 frame compared, 0 matched; step 1 diverged" in said
         files = sorted(p.name for p in out.iterdir())
         assert files == ["step-1-diff.png", "step-1-recorded.png", "step-1-replayed.png"]
         diff = Image.open(out / "step-1-diff.png").convert("RGB")
