@@ -60,6 +60,10 @@ class XConnection:
         # scratch keycodes (no keysym bound) hold characters missing from the layout; LRU so a keycode is
         # not rebound while a client may still be translating an earlier press of it
         self._scratch: OrderedDict[int, int] = OrderedDict((kc, 0) for kc in self._spare_keycodes())
+        # A key held with press_keys down stays down while the agent's model thinks: the server's autorepeat
+        # (after 660 ms) would type it on and on. A human's keys come through the live view, whose browser
+        # sends its own repeats.
+        self.display.change_keyboard_control(auto_repeat_mode=X.AutoRepeatModeOff)
 
     def close(self) -> None:
         if self.severed:  # its socket is closed, and python-xlib's locks may be held by the cut call

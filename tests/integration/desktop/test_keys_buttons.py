@@ -29,6 +29,17 @@ def test_an_upper_case_letter_in_a_chord_is_the_shortcut_not_shift(desktop: Desk
     assert p.wait(lambda s: s["text"] == "xab", what="typed keys")["text"] == "xab"
 
 
+def test_a_key_held_while_a_model_thinks_is_typed_once(desktop: Desktop, probe) -> None:
+    # the server's autorepeat would type a held key on and on after 660 ms; the desktop turns it off
+    p = probe()
+    focus(desktop, p)
+    desktop.act(action="press_keys", keys=["a"], press="down")
+    desktop.act(action="wait", duration=1500)
+    desktop.act(action="press_keys", keys=["a"], press="up")
+    desktop.act(action="type_keys", keys=["b"])  # the end of the input, for the probe to wait on
+    assert p.wait(lambda s: s.get("text", "").endswith("b"), what="typed keys")["text"] == "ab"
+
+
 @pytest.mark.parametrize(("name", "keysym"), XF86_KEYS)
 def test_bytebots_media_keys_and_fn_reach_the_window(desktop: Desktop, probe, name: str, keysym: int) -> None:
     p = probe()
