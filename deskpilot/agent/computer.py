@@ -220,8 +220,9 @@ def unsettled(body: dict[str, Any]) -> str:
     if body.get("settled") is False:
         waited = float(body.get("settledMs") or 0) / 1000
         return (
-            f" The screen was still changing after {waited:.1f} s, so this screenshot may not show the final "
-            "state: wait or take a screenshot before concluding."
+            f" The screen had not come to rest after {waited:.1f} s (still changing, or the program still at "
+            "work), so this screenshot may not show the final state: wait or take a screenshot before "
+            "concluding."
         )
     return ""
 

@@ -38,5 +38,5 @@ def test_keys_that_went_nowhere_are_told_with_what_to_do() -> None:
 
 def test_a_frame_taken_before_the_screen_came_to_rest_is_said_to_be_one() -> None:
     said = unsettled({"settled": False, "settledMs": 3000.4, "drawn": True})
-    assert said.startswith(" The screen was still changing after 3.0 s")
+    assert said.startswith(" The screen had not come to rest after 3.0 s")
     assert unsettled({"settled": True, "settledMs": 80.0}) == "" and unsettled({}) == ""
