@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -44,12 +43,20 @@ from deskpilot.client import Sandbox
 from deskpilot.client.compare import Box
 from deskpilot.client.replay import replay
 from deskpilot.computer.client import Desktop
-from deskpilot.evaluation import load_suite, run_suite
-from deskpilot.evaluation.checks import run_setup_command, write_setup_file
+from deskpilot.evaluation import load_suite, run_suite, runner
 from deskpilot.evaluation.suite import EvalTask
 from deskpilot.scripted import Plan, ScriptedModel
 from deskpilot.tasks.trajectory import FORMAT, TrajectoryWriter
 from tests.support.appliance import model_settings
+from tests.support.replay_controls import (
+    DESKTOP_STEPS,
+    DIALOG,
+    LINES,
+    TERMINAL_STEPS,
+    WINDOW,
+    desk,
+    terminal,
+)
 
 SMOKE = Path(__file__).resolve().parents[1] / "evals" / "smoke"
 # what differs from run to run by nature, in screen pixels: what --mask is for
@@ -91,12 +98,7 @@ def _busy() -> Iterator[None]:
 
 def set_up(task: EvalTask, box: Sandbox) -> None:
     box.reset()
-    for f in task.setup.files:
-        write_setup_file(box.desktop, f.path, f.content)
-    for command in task.setup.commands:
-        run_setup_command(box.desktop, command)
-    for app in task.setup.applications:
-        box.desktop.application(app)
+    runner.set_up(task, box)
 
 
 @dataclass
@@ -130,41 +132,6 @@ def smoke_passes(box: Sandbox, folder: Path, runs: int, timeout: float, kept: Pa
 
 
 # the negative controls: a desktop to record on, and one to replay on that differs by one thing
-LINES = "printf 'alpha\\nbravo\\ncharlie\\n' > ~/lines.txt"
-WINDOW = "xmessage -title 'Replay control' -geometry +600+300 'A window of the replay bench'"
-DIALOG = "xmessage -title Unexpected -geometry +900+520 'A dialog nobody expected'"
-TERMINAL_STEPS = [{"action": "type_text", "text": "cat ~/lines.txt\n"}, {"action": "wait", "duration": 300}]
-DESKTOP_STEPS = [
-    {"action": "move_mouse", "coordinates": {"x": 960, "y": 760}},
-    {"action": "wait", "duration": 300},
-]
-
-
-def launch(desktop: Desktop, command: str, title: str) -> None:
-    """``command`` started apart (its own session, no descriptor of the desktop service's), once its window
-    titled ``title`` shows."""
-    # stdin, stdout and stderr DEVNULL (-3), the rest closed: the service's would keep its command waiting
-    start = "import subprocess, sys; subprocess.Popen(sys.argv[1:], start_new_session=True, "
-    start += "stdin=-3, stdout=-3, stderr=-3)"
-    desktop.command(f"python3 -c {shlex.quote(start)} {command}")
-    desktop.command(f"xdotool search --sync --onlyvisible --name {shlex.quote(title)}", 10)
-
-
-def terminal(lines: str) -> Callable[[Desktop], None]:
-    def prepare(desktop: Desktop) -> None:
-        desktop.command(lines)
-        desktop.application("terminal")
-
-    return prepare
-
-
-def desktop_with(file: str, window: str, *more: tuple[str, str]) -> Callable[[Desktop], None]:
-    def prepare(desktop: Desktop) -> None:
-        desktop.command(f"touch ~/Desktop/{file}")
-        for command, title in ((window, "Replay control"), *more):
-            launch(desktop, command, title)
-
-    return prepare
 
 
 @dataclass
@@ -185,20 +152,20 @@ CONTROLS = [
     Control(
         "a dialog open",
         DESKTOP_STEPS,
-        desktop_with("alpha.txt", WINDOW),
-        desktop_with("alpha.txt", WINDOW, (DIALOG, "Unexpected")),
+        desk("alpha.txt", WINDOW),
+        desk("alpha.txt", WINDOW, (DIALOG, "Unexpected")),
     ),
     Control(
         "a window moved 20 px",
         DESKTOP_STEPS,
-        desktop_with("alpha.txt", WINDOW),
-        desktop_with("alpha.txt", WINDOW.replace("+600+300", "+620+300")),
+        desk("alpha.txt", WINDOW),
+        desk("alpha.txt", WINDOW.replace("+600+300", "+620+300")),
     ),
     Control(
         "a different file listed on the Desktop",
         DESKTOP_STEPS,
-        desktop_with("alpha.txt", WINDOW),
-        desktop_with("bravo.txt", WINDOW),
+        desk("alpha.txt", WINDOW),
+        desk("bravo.txt", WINDOW),
     ),
 ]
 

@@ -96,7 +96,7 @@ class DesktopController:
             before = await self._before() if wants_evidence else None
             # what was drawn before an input action is not its doing: the count it starts from
             mark = before.changes if before else await self._mark(action)
-            jobs = self._jobs_before(action) if mark is not None else None
+            jobs = self._jobs_before(action) if getattr(action, "settle", None) is not None else None
             result = await self._handlers[type(action)](action)
             if isinstance(action, actions.Looks):  # the input actions and wait
                 result = await self.observe(action, result, before, mark, jobs)

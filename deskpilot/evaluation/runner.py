@@ -120,7 +120,7 @@ def run_task(task: EvalTask, box: Sandbox, model: str | None, links: bool = Fals
     result = TaskResult(task.id, task.instruction, False, "ERROR", 0.0, 0)
     try:
         box.reset()
-        _set_up(task, box)
+        set_up(task, box)
         created = box.agent.create(task.instruction, model=model)
         result.task_id = created.id
         result.status = _wait(task, box, created.id)
@@ -150,7 +150,7 @@ def replay_task(task: EvalTask, box: Sandbox, folder: Path, out: Path | None = N
         if not archive.is_file():
             raise ClientError(f"no trajectory {archive} to replay")
         box.reset()
-        _set_up(task, box)
+        set_up(task, box)
         replayed = replay(archive, box.desktop, out=out, keep_going=True)
         result.status, result.steps = "REPLAYED", replayed.replayed
         result.replay = _replay_summary(replayed, archive)
@@ -176,7 +176,8 @@ def _replay_summary(replayed: ReplayResult, archive: Path) -> dict[str, object]:
     }
 
 
-def _set_up(task: EvalTask, box: Sandbox) -> None:
+def set_up(task: EvalTask, box: Sandbox) -> None:
+    """The task's files, commands and applications, on a desktop the caller has reset."""
     for f in task.setup.files:
         write_setup_file(box.desktop, f.path, f.content)
     for command in task.setup.commands:

@@ -15,7 +15,6 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,45 +27,19 @@ from deskpilot.client import Sandbox
 from deskpilot.client.replay import replay
 from deskpilot.computer.client import Desktop
 from deskpilot.tasks.trajectory import FORMAT, TrajectoryWriter
+from tests.support.replay_controls import (
+    DESKTOP_STEPS,
+    DIALOG,
+    LINES,
+    TERMINAL_STEPS,
+    WINDOW,
+    Prepare,
+    desk,
+    terminal,
+)
 
 REST = {"quietMs": 500, "maxMs": 5000}
-LINES = "printf 'alpha\\nbravo\\ncharlie\\n' > ~/lines.txt"
-WINDOW = "xmessage -title 'Replay control' -geometry +600+300 'A window of the replay test'"
-DIALOG = "xmessage -title Unexpected -geometry +900+520 'A dialog nobody expected'"
-TERMINAL_STEPS = [{"action": "type_text", "text": "cat ~/lines.txt\n"}, {"action": "wait", "duration": 300}]
-DESKTOP_STEPS = [
-    {"action": "move_mouse", "coordinates": {"x": 960, "y": 760}},
-    {"action": "wait", "duration": 300},
-]
 FRAMES = ["step-1-diff.png", "step-1-recorded.png", "step-1-replayed.png"]
-Prepare = Callable[[Desktop], None]
-
-
-def launch(desktop: Desktop, command: str, title: str) -> None:
-    """``command`` started apart from the desktop service's command (which would wait for it), once its
-    window ``title`` shows."""
-    start = "import subprocess, sys; subprocess.Popen(sys.argv[1:], start_new_session=True, stdin=-3, "
-    start += "stdout=-3, stderr=-3)"
-    desktop.command(f"python3 -c {shlex.quote(start)} {command}")
-    shown = desktop.command(f"xdotool search --sync --onlyvisible --name {shlex.quote(title)}", 10)
-    assert shown["exitCode"] == 0, shown
-
-
-def terminal(lines: str = LINES) -> Prepare:
-    def prepare(desktop: Desktop) -> None:
-        desktop.command(lines)
-        desktop.application("terminal")
-
-    return prepare
-
-
-def desk(file: str = "alpha.txt", window: str = WINDOW, *more: tuple[str, str]) -> Prepare:
-    def prepare(desktop: Desktop) -> None:
-        desktop.command(f"touch ~/Desktop/{file}")
-        for command, title in ((window, "Replay control"), *more):
-            launch(desktop, command, title)
-
-    return prepare
 
 
 def record(box: Sandbox, prepare: Prepare, steps: list[dict[str, Any]], path: Path) -> Path:

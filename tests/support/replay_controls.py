@@ -1,0 +1,52 @@
+"""The desktops replay's negative controls are recorded and replayed on: the same steps on a desktop that
+differs by one thing (a line of text, a dialog, a window moved, another file). tests/integration/client/
+test_replay.py proves each fails; bench/replay.py counts them."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+
+from deskpilot.computer.client import Desktop
+
+Prepare = Callable[[Desktop], None]
+
+LINES = "printf 'alpha\\nbravo\\ncharlie\\n' > ~/lines.txt"
+WINDOW = "xmessage -title 'Replay control' -geometry +600+300 'A window of the replay control'"
+DIALOG = "xmessage -title Unexpected -geometry +900+520 'A dialog nobody expected'"
+TERMINAL_STEPS = [{"action": "type_text", "text": "cat ~/lines.txt\n"}, {"action": "wait", "duration": 300}]
+DESKTOP_STEPS = [
+    {"action": "move_mouse", "coordinates": {"x": 960, "y": 760}},
+    {"action": "wait", "duration": 300},
+]
+
+
+def launch(desktop: Desktop, command: str, title: str) -> None:
+    """``command`` started apart from the desktop service's command (which would wait for it, holding its
+    descriptors), once its window ``title`` shows."""
+    start = "import subprocess, sys; subprocess.Popen(sys.argv[1:], start_new_session=True, stdin=-3, "
+    start += "stdout=-3, stderr=-3)"
+    desktop.command(f"python3 -c {shlex.quote(start)} {command}")
+    shown = desktop.command(f"xdotool search --sync --onlyvisible --name {shlex.quote(title)}", 10)
+    assert shown["exitCode"] == 0, shown
+
+
+def terminal(lines: str = LINES) -> Prepare:
+    """A terminal open, ``lines`` written to ~/lines.txt."""
+
+    def prepare(desktop: Desktop) -> None:
+        desktop.command(lines)
+        desktop.application("terminal")
+
+    return prepare
+
+
+def desk(file: str = "alpha.txt", window: str = WINDOW, *more: tuple[str, str]) -> Prepare:
+    """``file`` on the Desktop, the control window and ``more`` (command, title) windows shown."""
+
+    def prepare(desktop: Desktop) -> None:
+        desktop.command(f"touch ~/Desktop/{file}")
+        for command, title in ((window, "Replay control"), *more):
+            launch(desktop, command, title)
+
+    return prepare
