@@ -60,14 +60,19 @@ DEFAULTS: dict[str, Timing] = {
     **dict.fromkeys(("move_mouse", "trace_mouse", "press_mouse", "wait"), Timing(expect=0, quiet=QUIET_MS)),
 }
 NOTHING_EXPECTED = Timing(expect=0, quiet=QUIET_MS)
+ALT_KEYSYMS = frozenset({0xFFE9, 0xFFEA, 0xFFE7, 0xFFE8})  # Alt_L, Alt_R, Meta_L, Meta_R
+ALT_HELD_QUIET_MS = 350  # GTK underlines a window's mnemonics 300 ms after Alt goes down (MNEMONICS_DELAY)
 
 
 def timing(action: actions.Looks, settle: Settle | None, keys_go_somewhere: bool = True) -> Timing:
     """The settle's phases for ``action``: what the client asked, else the action's defaults. Keys that go
-    nowhere (no focused window), a key released, or modifiers alone pressed expect no drawing."""
+    nowhere (no focused window), a key released, or modifiers alone pressed expect no drawing; a press that
+    leaves Alt held waits for a GTK window's mnemonics, underlined 300 ms after Alt went down."""
     default = DEFAULTS.get(getattr(action, "action", ""), NOTHING_EXPECTED)
     if not _may_draw(action, keys_go_somewhere):
         default = NOTHING_EXPECTED
+    if keys_go_somewhere and _holds_alt(action):
+        default = Timing(default.expect, max(default.quiet, ALT_HELD_QUIET_MS), default.answer)
     if settle is None:
         return default
     return Timing(
@@ -75,6 +80,12 @@ def timing(action: actions.Looks, settle: Settle | None, keys_go_somewhere: bool
         quiet=default.quiet if settle.quietMs is None else settle.quietMs,
         answer=default.answer,
     )
+
+
+def _holds_alt(action: actions.Looks) -> bool:
+    if not isinstance(action, actions.PressKeys) or action.press != "down":
+        return False
+    return any(keys.resolve(k) in ALT_KEYSYMS for k in action.keys)
 
 
 def _may_draw(action: actions.Looks, keys_go_somewhere: bool) -> bool:

@@ -57,3 +57,14 @@ def test_drawing_is_at_rest_after_the_quiet_or_twice_its_longest_pause() -> None
     assert abs(watch.due(plan) - 100.08) < 1e-9
     watch.last, watch.longest_pause = 100.2, 0.04  # drawings 40 ms apart: a pause is not rest
     assert abs(watch.due(plan) - 100.28) < 1e-9
+
+
+def test_a_press_that_leaves_alt_held_waits_for_the_mnemonics() -> None:
+    held = timing(action("press_keys", keys=["alt", "Up"], press="down"), None)
+    assert held.quiet >= 350 and held.expect == DEFAULTS["press_keys"].expect
+    assert timing(action("press_keys", keys=["alt"], press="down"), None).quiet >= 350
+    assert timing(action("press_keys", keys=["alt", "Up"], press="up"), None) == NOTHING_EXPECTED
+    assert (
+        timing(action("press_keys", keys=["ctrl", "l"], press="down"), None).quiet
+        == DEFAULTS["press_keys"].quiet
+    )
