@@ -39,7 +39,7 @@ _LOOKS = [*_INPUT, {"action": "wait", "duration": 0}]
 EXAMPLES += [
     {
         **body,
-        "settle": {"quietMs": 1, "maxMs": 0},
+        "settle": {"quietMs": 1, "expectMs": 0, "maxMs": 0},
         "screenshot": {"format": "jpeg", "quality": 50, "width": 320},
     }
     for body in _LOOKS
