@@ -102,7 +102,7 @@ def _may_draw(action: actions.Looks, keys_go_somewhere: bool) -> bool:
 @dataclass(frozen=True, slots=True)
 class Rested:
     ms: float  # how long it waited, from the end of the action
-    settled: bool  # the screen came to rest (False: maxMs ran out while it was still changing)
+    settled: bool  # at rest (False: maxMs ran out, the screen changing or the programs at work)
     drawn: bool  # something was drawn after the action (False: nothing within the expectation window)
 
 
