@@ -200,8 +200,12 @@ class NativeAppliance(Endpoints):
         return None
 
     def pids(self) -> list[int]:
-        """Every live process the appliance started (our descendants that were not there before)."""
-        return [p for p in processes.descendants() if p not in self._before]
+        """Every live process the appliance started: our descendants that were not there before, but those
+        whose environment names another appliance's run directory or another display (a D-Bus service
+        another session started, adopted by our subreaper when its parent went away)."""
+        owned = {"DESKPILOT_RUN_DIR": str(self.run_dir), "DISPLAY": self.display}
+        new = [p for p in processes.descendants() if p not in self._before]
+        return [p for p in new if not processes.foreign(p, owned)]
 
     def stop(self, timeout: float = 30) -> list[str]:
         """SIGTERM to supervisord, as Ctrl-C would; what was still alive after it (then killed)."""

@@ -67,6 +67,24 @@ def descendants(root: int | None = None) -> list[int]:
     return sorted(out)
 
 
+def environment(pid: int) -> dict[str, str]:
+    """A process's environment as it started (empty when it cannot be read: gone, or not ours to read)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
+def foreign(pid: int, owned: dict[str, str]) -> bool:
+    """Whether a process's environment names another value for one of ``owned`` (another appliance's run
+    directory or display): a process another appliance, or a test's own display, started, which this
+    subreaper adopted when its parent went away."""
+    env = environment(pid)
+    return any(name in env and env[name] != value for name, value in owned.items())
+
+
 def describe(pid: int) -> str:
     """``pid command line`` for a report, as far as it can still be read."""
     try:
