@@ -20,7 +20,6 @@ A failing replay's frames are kept under a temporary folder the bench prints; th
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import shutil
 import statistics
@@ -34,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import deskpilot
@@ -46,7 +43,6 @@ from deskpilot.computer.client import Desktop
 from deskpilot.evaluation import load_suite, run_suite, runner
 from deskpilot.evaluation.suite import EvalTask
 from deskpilot.scripted import Plan, ScriptedModel
-from deskpilot.tasks.trajectory import FORMAT, TrajectoryWriter
 from tests.support.appliance import model_settings
 from tests.support.replay_controls import (
     DESKTOP_STEPS,
@@ -55,6 +51,7 @@ from tests.support.replay_controls import (
     TERMINAL_STEPS,
     WINDOW,
     desk,
+    record,
     terminal,
 )
 
@@ -77,7 +74,6 @@ MASKS: dict[str, tuple[Box, ...]] = {
 # application mid-paint (Firefox before its start page), which no replay can show again
 RECORDING = {"AGENT_SETTLE_QUIET_MS": "1000"}
 LOAD_LIMIT = 900  # s: a busy loop ends by itself even if the bench is killed
-REST = {"quietMs": 500, "maxMs": 5000}  # a reference frame is the screen at rest
 
 
 def busy(kind: str | None) -> contextlib.AbstractContextManager[None]:
@@ -168,24 +164,6 @@ CONTROLS = [
         desk("bravo.txt", WINDOW),
     ),
 ]
-
-
-def record(desktop: Desktop, steps: list[dict[str, Any]], width: int = 1280) -> bytes:
-    """A trajectory of ``steps`` acted on ``desktop``, each frame taken at rest, as the task service writes
-    one (``deskpilot.tasks.trajectory``)."""
-    desktop.action("wait", duration=0, settle=REST)
-    writer, before = TrajectoryWriter(), None
-    for number, action in enumerate(steps, 1):
-        fields = {k: v for k, v in action.items() if k != "action"}
-        body = desktop.action(action["action"], **fields, settle=REST, screenshot={"width": width})
-        frame = writer.frame(base64.b64decode(body["data"]["image"]), number)
-        line = {"step": number, "time": "", "actor": "api", "action": action, "outcome": {"error": False}}
-        writer.step(
-            orjson.dumps({**line, "frameBefore": before, "frameAfter": frame, "replay": True}), number
-        )
-        before = frame
-    header = {"format": FORMAT, "task": None, "screen": {"width": 1920, "height": 1080}, "steps": len(steps)}
-    return writer.close({**header, "truncated": None})
 
 
 def negatives(box: Sandbox, folder: Path, timeout: float) -> list[tuple[str, bool, str]]:

@@ -4,12 +4,18 @@ test_replay.py proves each fails; bench/replay.py counts them."""
 
 from __future__ import annotations
 
+import base64
 import shlex
 from collections.abc import Callable
+from typing import Any
+
+import orjson
 
 from deskpilot.computer.client import Desktop
+from deskpilot.tasks.trajectory import FORMAT, TrajectoryWriter
 
 Prepare = Callable[[Desktop], None]
+REST = {"quietMs": 500, "maxMs": 5000}  # a reference frame is the screen at rest
 
 LINES = "printf 'alpha\\nbravo\\ncharlie\\n' > ~/lines.txt"
 WINDOW = "xmessage -title 'Replay control' -geometry +600+300 'A window of the replay control'"
@@ -50,3 +56,21 @@ def desk(file: str = "alpha.txt", window: str = WINDOW, *more: tuple[str, str]) 
             launch(desktop, command, title)
 
     return prepare
+
+
+def record(desktop: Desktop, steps: list[dict[str, Any]], width: int = 1280) -> bytes:
+    """A trajectory of ``steps`` acted on ``desktop``, each frame taken at rest, as the task service writes
+    one (``deskpilot.tasks.trajectory``)."""
+    desktop.action("wait", duration=0, settle=REST)
+    writer, before = TrajectoryWriter(), None
+    for number, action in enumerate(steps, 1):
+        fields = {k: v for k, v in action.items() if k != "action"}
+        body = desktop.action(action["action"], **fields, settle=REST, screenshot={"width": width})
+        frame = writer.frame(base64.b64decode(body["data"]["image"]), number)
+        line = {"step": number, "time": "", "actor": "api", "action": action, "outcome": {"error": False}}
+        writer.step(
+            orjson.dumps({**line, "frameBefore": before, "frameAfter": frame, "replay": True}), number
+        )
+        before = frame
+    header = {"format": FORMAT, "task": None, "screen": {"width": 1920, "height": 1080}, "steps": len(steps)}
+    return writer.close({**header, "truncated": None})

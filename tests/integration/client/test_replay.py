@@ -10,7 +10,6 @@ test_trajectory.py)."""
 
 from __future__ import annotations
 
-import base64
 import re
 import shlex
 import shutil
@@ -18,7 +17,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from PIL import Image
 
@@ -26,7 +24,6 @@ from deskpilot.cli import main
 from deskpilot.client import Sandbox
 from deskpilot.client.replay import replay
 from deskpilot.computer.client import Desktop
-from deskpilot.tasks.trajectory import FORMAT, TrajectoryWriter
 from tests.support.replay_controls import (
     DESKTOP_STEPS,
     DIALOG,
@@ -37,8 +34,8 @@ from tests.support.replay_controls import (
     desk,
     terminal,
 )
+from tests.support.replay_controls import record as record_steps
 
-REST = {"quietMs": 500, "maxMs": 5000}
 FRAMES = ["step-1-diff.png", "step-1-recorded.png", "step-1-replayed.png"]
 
 
@@ -46,19 +43,7 @@ def record(box: Sandbox, prepare: Prepare, steps: list[dict[str, Any]], path: Pa
     """``steps`` acted on a reset desktop ``prepare`` made ready, written as a trajectory to ``path``."""
     box.reset()
     prepare(box.desktop)
-    box.desktop.action("wait", duration=0, settle=REST)
-    writer, before = TrajectoryWriter(), None
-    for number, action in enumerate(steps, 1):
-        fields = {k: v for k, v in action.items() if k != "action"}
-        body = box.desktop.action(action["action"], **fields, settle=REST, screenshot={"width": 1280})
-        frame = writer.frame(base64.b64decode(body["data"]["image"]), number)
-        line = {"step": number, "time": "", "actor": "api", "action": action, "outcome": {"error": False}}
-        writer.step(
-            orjson.dumps({**line, "frameBefore": before, "frameAfter": frame, "replay": True}), number
-        )
-        before = frame
-    header = {"format": FORMAT, "task": None, "screen": {"width": 1920, "height": 1080}, "steps": len(steps)}
-    path.write_bytes(writer.close({**header, "truncated": None}))
+    path.write_bytes(record_steps(box.desktop, steps))
     return path
 
 
