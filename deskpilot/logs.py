@@ -7,6 +7,12 @@ through the same handler. Fields come from ``extra={...}``. ``DESKPILOT_LOG_FORM
 object per line instead; ``DESKPILOT_LOG_LEVEL`` sets the level (default INFO). Every value of an
 environment variable that names a secret (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``, and the
 password in ``DATABASE_URL``) is replaced by ``***`` wherever it would appear in a line.
+
+A credential sent in a URL (``?token=...``, ``?api_key=...``: any query parameter whose name says token, key,
+secret, password, auth, session, signature or credential) is replaced by ``***`` too, whatever its value:
+in every line of this format, and, by a filter on uvicorn's own loggers (access lines, WebSocket lines) and
+httpx's, in every record of theirs whatever handlers a logging setup gives them. uvicorn's
+``--no-access-log`` stays in force.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ import os
 import re
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote_plus
 
 import orjson
 
@@ -28,6 +36,12 @@ _FOREIGN = {"color_message", "litellm_redacted"}
 _SECRET_NAME = re.compile(r"(_KEY|_TOKEN|_SECRET|PASSWORD)$|^DESKPILOT_TOKEN$", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"://[^:/@]+:([^@]+)@")
 _BARE = re.compile(r"^[\w.:/@+-]+$")
+# A query parameter (after ``?`` or ``&``) and its value, up to what ends a URL in a line (space, quote,
+# ``#``; a backslash: a JSON line's escape); the name of one that holds a credential.
+_QUERY_PARAM = re.compile(r"(?<=[?&])([^=&#\s\"\\]+)=([^&#\s\"\\]*)")
+_SECRET_PARAM = re.compile(r"token|key|secret|passw|pwd|auth|session|sig|credential|jwt", re.IGNORECASE)
+# uvicorn's access lines and its WebSocket lines (on its error logger), httpx's request lines: URLs.
+URL_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx")
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
@@ -39,6 +53,33 @@ def secret_values(environ: dict[str, str] | None = None) -> list[str]:
         if m := _URL_PASSWORD.search(env.get(k, "")):
             found.add(m.group(1))
     return sorted(found, key=len, reverse=True)
+
+
+def _redact_param(match: re.Match[str]) -> str:
+    name = match.group(1)
+    return f"{name}=***" if match.group(2) and _SECRET_PARAM.search(unquote_plus(name)) else match.group(0)
+
+
+def redact_query(text: str) -> str:
+    """``text`` with the value of every query parameter whose name says it holds a credential as ``***``."""
+    return _QUERY_PARAM.sub(_redact_param, text) if "=" in text else text
+
+
+def _redacted(value: Any) -> Any:
+    return redact_query(value) if isinstance(value, str) else value
+
+
+class QueryRedaction(logging.Filter):
+    """Rewrites a record's message and arguments with ``redact_query`` before any handler sees it: on a
+    logger, it holds whatever handlers a logging setup attaches (uvicorn's own, a ``--log-config``'s)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = _redacted(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redacted(a) for a in record.args)
+        elif isinstance(record.args, Mapping):
+            record.args = {k: _redacted(v) for k, v in record.args.items()}
+        return True
 
 
 def _value(v: Any) -> str:
@@ -76,7 +117,7 @@ class Formatter(logging.Formatter):
             line = " ".join(p for p in parts if p)
         for secret in self.secrets:
             line = line.replace(secret, "***")
-        return line
+        return redact_query(line)
 
 
 class DeniedHandshakeFilter(logging.Filter):
@@ -97,10 +138,17 @@ def configure(level: str | None = None) -> None:
         handler.setFormatter(Formatter(os.environ.get("DESKPILOT_LOG_FORMAT", "").lower() == "json"))
         root.addHandler(handler)
     root.setLevel((level or os.environ.get("DESKPILOT_LOG_LEVEL") or "INFO").upper())
+    access = logging.getLogger("uvicorn.access")
+    silenced = not access.handlers and not access.propagate  # what uvicorn's --no-access-log leaves
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         log = logging.getLogger(name)
         log.handlers.clear()
         log.propagate = True
+    access.propagate = not silenced
+    for name in URL_LOGGERS:
+        log = logging.getLogger(name)
+        if not any(isinstance(f, QueryRedaction) for f in log.filters):
+            log.addFilter(QueryRedaction())
     uvicorn_errors = logging.getLogger("uvicorn.error")
     if not any(isinstance(f, DeniedHandshakeFilter) for f in uvicorn_errors.filters):
         uvicorn_errors.addFilter(DeniedHandshakeFilter())

@@ -11,11 +11,16 @@ One ASGI middleware, ``Guard``, in front of each service (HTTP and WebSocket ali
    ``text/plain`` cross-site without asking first) — 415.
 4. **Token**: when a token is configured, every request but the probes' (``/health``, ``/health/live``)
    carries ``Authorization: Bearer <token>`` (or, where a service allows it, its session cookie) — 401
-   with ``WWW-Authenticate: Bearer``.
+   with ``WWW-Authenticate: Bearer``. A probe always passes; ``authorized(scope)`` then says whether it
+   would have passed anyway (allowed Host, and the token when one is required), and so may see details.
+
+``deny_framing`` makes every response of a service refuse to be framed (``X-Frame-Options: DENY`` and CSP
+``frame-ancestors 'none'``), its error pages and API docs included: no page of another site can clickjack it.
 
 Services compare a SHA-256 digest of what they are shown with the digest of the token, in constant time:
-the desktop service runs as the desktop user, so it is given only the digest (``DESKPILOT_TOKEN_SHA256``),
-never the token. Refusals are rendered by the service (its own error shape); nothing here logs a credential.
+the desktop service is given only digests (``DESKPILOT_TOKEN_SHA256``: the token's and, in the appliance, the
+desktop credential's, which the task service and the UI present instead of the token), never the token.
+Refusals are rendered by the service (its own error shape); nothing here logs a credential.
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
+from typing import Protocol
 from urllib.parse import urlsplit
 
+from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deskpilot.config import SecuritySettings
@@ -37,6 +44,8 @@ log = logging.getLogger(__name__)
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 SESSION_COOKIE = "deskpilot_session"
+# Set on the scope of every request the Guard lets through: whether it would pass a guarded route.
+AUTHORIZED = "deskpilot.authorized"
 JSON_TYPES = ("application/json",)
 
 # (status, message, extra headers) -> an ASGI response in the service's error shape
@@ -47,9 +56,11 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def session_value(token: str) -> str:
-    """The UI's session cookie: derived from the token (a new token ends every session), not the token."""
-    return hmac.new(token.encode(), b"deskpilot session v1", hashlib.sha256).hexdigest()
+class SessionCheck(Protocol):
+    """What checks a session cookie (the UI's ``deskpilot.ui.sessions.Sessions``): signed, unexpired, not
+    revoked."""
+
+    def accepts(self, value: str) -> bool: ...
 
 
 def host_name(host_header: str) -> str:
@@ -62,26 +73,29 @@ def host_name(host_header: str) -> str:
 
 @dataclass(frozen=True)
 class Credentials:
-    """What a request must show: a bearer token (checked by digest) and, optionally, a session cookie."""
+    """What a request must show: a bearer token (checked by digest) and, where the service has sessions (the
+    UI), a session cookie that ``sessions`` accepts."""
 
-    token_digest: str | None = None
-    session_digest: str | None = None
+    token_digests: frozenset[str] = frozenset()  # any one of them opens the service
+    sessions: SessionCheck | None = None
 
     @classmethod
-    def from_token(cls, token: str | None, *, sessions: bool = False) -> Credentials:
+    def from_token(cls, token: str | None, *, sessions: SessionCheck | None = None) -> Credentials:
         if not token:
             return cls()
-        return cls(digest(token), digest(session_value(token)) if sessions else None)
+        return cls(frozenset({digest(token)}), sessions)
 
     @property
     def required(self) -> bool:
-        return self.token_digest is not None
+        return bool(self.token_digests)
 
     def accepts_bearer(self, presented: str) -> bool:
-        return self.token_digest is not None and hmac.compare_digest(digest(presented), self.token_digest)
+        shown = digest(presented)
+        # every digest is compared, so the time taken tells nothing of which one matched
+        return sum(hmac.compare_digest(shown, d) for d in self.token_digests) > 0
 
     def accepts_session(self, presented: str) -> bool:
-        return self.session_digest is not None and hmac.compare_digest(digest(presented), self.session_digest)
+        return self.sessions is not None and self.sessions.accepts(presented)
 
 
 @dataclass(frozen=True)
@@ -114,7 +128,7 @@ def policy_for(
     service: str,
     settings: SecuritySettings | None = None,
     *,
-    sessions: bool = False,
+    sessions: SessionCheck | None = None,
     other_types: dict[str, tuple[str, ...]] | None = None,
     check_content_type: bool = True,
 ) -> Policy:
@@ -126,7 +140,8 @@ def policy_for(
     elif s.token_value():
         creds = Credentials.from_token(s.token_value(), sessions=sessions)
     elif s.token_sha256:
-        creds = Credentials(token_digest=s.token_sha256.strip().lower())
+        digests = frozenset(d.strip().lower() for d in s.token_sha256.split(",") if d.strip())
+        creds = Credentials(token_digests=digests)
     else:
         creds = Credentials()
     return Policy(
@@ -204,6 +219,14 @@ class Guard:
                 return 415, f"Content-Type must be {' or '.join(accepted)}, not {kind or 'missing'!r}", {}
         return None
 
+    def authorizes(self, scope: Scope) -> bool:
+        """Whether a request would pass to a guarded route: an allowed Host and the token when one is
+        required (the Origin and content-type checks concern only requests that change something)."""
+        headers = _headers(scope)
+        if not self.policy.host_allowed(headers.get("host", "")):
+            return False
+        return not self.policy.credentials.required or self._authenticated(headers)
+
     def _authenticated(self, headers: dict[str, str]) -> bool:
         creds = self.policy.credentials
         token = bearer(headers)
@@ -218,6 +241,8 @@ class Guard:
             return
         refused = self.verdict(scope)
         if refused is None:
+            opened = scope["path"] in self.policy.open_paths  # a probe: say whether it holds the token
+            scope[AUTHORIZED] = self.authorizes(scope) if opened else True
             await self.app(scope, receive, send)
             return
         status, message, headers = refused
@@ -246,27 +271,67 @@ async def _close_websocket(receive: Receive, send: Send, status: int, message: s
         await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
 
 
+def authorized(scope: Scope) -> bool:
+    """Whether the Guard found this request authorized (see ``Guard.authorizes``); False without a Guard."""
+    return scope.get(AUTHORIZED) is True
+
+
+FRAME_ANCESTORS = b"frame-ancestors 'none'"
+
+
 def frame_headers() -> list[tuple[bytes, bytes]]:
-    """Pages that must not be framed by another site (the UI, noVNC's viewer)."""
-    return [
-        (b"x-frame-options", b"DENY"),
-        (b"content-security-policy", b"frame-ancestors 'self'"),
-    ]
+    """What refuses framing: no page of any site, this one included, may frame a response."""
+    return [(b"x-frame-options", b"DENY"), (b"content-security-policy", FRAME_ANCESTORS)]
 
 
-def with_headers(app: ASGIApp, extra: Collection[tuple[bytes, bytes]]) -> ASGIApp:
-    """Add response headers to every HTTP response of ``app``."""
+def _directive(part: bytes) -> bytes:
+    return part.strip().split(None, 1)[0].lower() if part.strip() else b""
 
-    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+
+def refuse_framing(headers: Collection[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` with one ``X-Frame-Options: DENY`` and ``frame-ancestors 'none'`` in the (first)
+    Content-Security-Policy: a policy the response sets itself keeps its other directives."""
+    kept: list[tuple[bytes, bytes]] = []
+    merged = False
+    for name, value in headers:
+        lower = name.lower()
+        if lower == b"x-frame-options":
+            continue
+        if lower == b"content-security-policy":
+            parts = [p.strip() for p in value.split(b";") if _directive(p) not in (b"", b"frame-ancestors")]
+            if not merged:
+                parts.append(FRAME_ANCESTORS)
+                merged = True
+            if not parts:
+                continue
+            value = b"; ".join(parts)
+        kept.append((name, value))
+    if not merged:
+        kept.append((b"content-security-policy", FRAME_ANCESTORS))
+    return [*kept, (b"x-frame-options", b"DENY")]
+
+
+class FrameDenial:
+    """Middleware: every HTTP response of ``app`` refuses framing (``refuse_framing``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await app(scope, receive, send)
+            await self.app(scope, receive, send)
             return
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
+                message = {**message, "headers": refuse_framing(message.get("headers", []))}
             await send(message)
 
-        await app(scope, receive, sending)
+        await self.app(scope, receive, sending)
 
-    return wrapped
+
+def deny_framing(app: Starlette) -> None:
+    """Every response of ``app`` refuses framing: outside all of its middleware, so the error pages of the
+    outermost (an unhandled exception's 500) carry the headers too, as do its API docs and refusals."""
+    build = app.build_middleware_stack
+    app.build_middleware_stack = lambda: FrameDenial(build())  # type: ignore[method-assign]

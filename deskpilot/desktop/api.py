@@ -22,12 +22,11 @@ from deskpilot import __version__, logs
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings, SecuritySettings
 from deskpilot.desktop import command, compat_bytebot, journal_routes, vnc
-from deskpilot.desktop.body import read_action_body
+from deskpilot.desktop.body import install_gate, parse_action_body, read_action_body
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.mcp import MCPEndpoint
-from deskpilot.desktop.session import as_desktop_user
 from deskpilot.errors import DesktopError, desktop_error_body, desktop_error_headers
-from deskpilot.security import Guard, policy_for
+from deskpilot.security import Guard, authorized, deny_framing, policy_for
 from deskpilot.web import json_response
 
 # A /health probe answers None when healthy, else what is wrong; each is bounded by PROBE_TIMEOUT_S.
@@ -84,7 +83,7 @@ router = APIRouter()
 )
 async def computer_use(request: Request) -> Response:
     actor, task = journal_routes.sender(request)
-    action = actions.parse_action_json(await read_action_body(request))
+    action = parse_action_body(await read_action_body(request))
     outcome = await request.app.state.controller.perform(action, actor, task)
     return Response(outcome.to_json(), media_type="application/json")
 
@@ -95,8 +94,12 @@ async def computer_use(request: Request) -> Response:
     responses={200: {"model": ResetResult}, **{status: {"model": ErrorBody} for status in (404, 409, 503)}},
 )
 async def reset(request: Request) -> Response:
-    report = await request.app.state.controller.reset()
-    return json_response({"success": True, **dataclasses.asdict(report)})
+    actor, task = journal_routes.sender(request)
+    controller = request.app.state.controller
+    with controller.journal.recording(actor, {"action": "reset"}, task) as recorded:
+        report = dataclasses.asdict(await controller.reset())
+        recorded.update(report)  # closed, removed, ms
+    return json_response({"success": True, **report})
 
 
 @router.post(
@@ -112,35 +115,40 @@ async def reset(request: Request) -> Response:
     },
 )
 async def run_command(request: Request) -> Response:
+    actor, task = journal_routes.sender(request)
     body = command.parse_request(actions.load_json(await read_action_body(request)))
     controller = request.app.state.controller
-    result = await command.run(as_desktop_user(controller.user, controller.settings.display), body)
+    asked = {"action": "command", "command": body.command, "timeout": body.timeout}
+    with controller.journal.recording(actor, asked, task) as recorded:  # the command, never its output
+        result = await controller.hands.command(body)
+        recorded.update(exitCode=result.exit_code, timedOut=result.timed_out, ms=result.ms)
     return Response(result.model_dump_json(), media_type="application/json")
 
 
 @router.get(
     "/health",
-    summary="Readiness: 200 when every probe passes, else 503 naming what is wrong",
-    responses={503: {"description": "degraded: `problems` says what is wrong, per probe"}},
+    summary="Readiness: 200 when every probe passes, else 503; what is wrong only with the token",
+    responses={503: {"description": "degraded: `problems` says what is wrong, per probe (with the token)"}},
 )
 async def health(request: Request) -> Response:
     probes: dict[str, HealthProbe] = request.app.state.health_probes
     results = await asyncio.gather(*(bounded(probe) for probe in probes.values()))
     problems = {name: problem for name, problem in zip(probes, results, strict=True) if problem}
-    body: dict[str, Any] = {
-        "status": "degraded" if problems else "ok",
-        **{name: name not in problems for name in probes},
-        "capture": request.app.state.controller.connections.capture_path,
-        "version": __version__,
-    }
-    if problems:
-        body["problems"] = problems
+    body: dict[str, Any] = {"status": "degraded" if problems else "ok"}
+    if authorized(request.scope):  # the probes' details, the version: for the token's holders only
+        body |= {
+            **{name: name not in problems for name in probes},
+            "capture": request.app.state.controller.connections.capture_path,
+            "version": __version__,
+        }
+        if problems:
+            body["problems"] = problems
     return json_response(body, 503 if problems else 200)
 
 
 @router.get("/health/live", summary="Liveness: the service answers (whatever the state of the display)")
-async def live() -> Response:
-    return json_response({"status": "ok", "version": __version__})
+async def live(request: Request) -> Response:
+    return json_response({"status": "ok", **({"version": __version__} if authorized(request.scope) else {})})
 
 
 async def bounded(probe: HealthProbe) -> str | None:
@@ -227,5 +235,7 @@ def create_app(
     app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (deskpilot/desktop/mcp.py)
     vnc.install(app, settings)  # /vnc live view; keep it after the other routes
     # Host, Origin, content type and token, before any route (HTTP and WebSocket: /vnc/websockify too)
+    install_gate(app, settings)  # request bodies within DESKTOP_BODY_BUDGET_BYTES (inside the Guard)
     app.add_middleware(Guard, policy=policy_for("desktop", security), refuse=refusal)
+    deny_framing(app)  # no response may be framed (clickjacking /docs into POST /reset, say)
     return app

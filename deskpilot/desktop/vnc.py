@@ -1,7 +1,10 @@
 """The live view at ``/vnc``: noVNC's page and files, and a same-origin WebSocket bridge to x11vnc.
 
-x11vnc listens on localhost only; the browser reaches it through ``/vnc/websockify`` on the desktop port, so
-one port (and one origin) serves the API and the view. No websockify process: the bridge below copies bytes
+x11vnc listens on a Unix socket in a directory only the display's owner (the desktop service's user) may enter
+(``DESKTOP_VNC_SOCKET``; a VNC server on localhost, ``DESKTOP_VNC_PORT``, when the service runs on its own):
+no local user or desktop program can reach it around the token, the view-only filter and the journal. The
+browser reaches it through ``/vnc/websockify`` on the desktop port, so one port (and one origin) serves the
+API and the view. No websockify process: the bridge below copies bytes
 both ways until either side closes.
 
 View only is enforced here, not by noVNC: a connection to ``/vnc/websockify`` is view-only unless it is
@@ -11,7 +14,7 @@ a credential: the service's guard has already checked the caller (the token, or 
 configured). Interactive connections are forwarded as they come; a copy of what the client sent then goes to
 ``HumanInput``, which records the human's input in the desktop's journal (``human.py``): forwarding never
 waits on the recording.
-noVNC's page and files answer with ``frame_headers``: no other site may frame the live view.
+No other site may frame the live view: the service refuses framing on every response (``deny_framing``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ from deskpilot.config import DesktopSettings
 from deskpilot.desktop.human import HumanInput
 from deskpilot.desktop.journal import Journal
 from deskpilot.desktop.rfb import ProtocolError, ViewOnlyFilter
-from deskpilot.security import frame_headers, with_headers
 
 log = logging.getLogger(__name__)
 NOVNC_DIR = Path("/usr/share/novnc")  # Debian's novnc files, extracted by scripts/install-system.sh
@@ -56,28 +58,39 @@ def viewer_url(root_path: str = "", *, view_only: bool = True) -> str:
     return f"{root_path.rstrip('/')}/vnc/vnc.html?{query}"
 
 
+def vnc_address(settings: DesktopSettings) -> str:
+    return str(settings.vnc_socket) if settings.vnc_socket else f"{settings.vnc_host}:{settings.vnc_port}"
+
+
+async def connect(settings: DesktopSettings) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    if settings.vnc_socket is not None:
+        return await asyncio.open_unix_connection(settings.vnc_socket)
+    return await asyncio.open_connection(settings.vnc_host, settings.vnc_port)
+
+
 async def vnc_problem(settings: DesktopSettings) -> str | None:
-    """The /health probe of the live view: None when x11vnc accepts a TCP connection."""
+    """The /health probe of the live view: None when x11vnc accepts a connection."""
     try:
-        _, writer = await asyncio.open_connection(settings.vnc_host, settings.vnc_port)
+        _, writer = await connect(settings)
     except OSError as exc:
-        return f"the VNC server {settings.vnc_host}:{settings.vnc_port} is unreachable: {exc.strerror or exc}"
+        return f"the VNC server {vnc_address(settings)} is unreachable: {exc.strerror or exc}"
     writer.close()
     return None
 
 
 async def bridge(
-    ws: WebSocket, host: str, port: int, *, interactive: bool = False, journal: Journal | None = None
+    ws: WebSocket, settings: DesktopSettings, *, interactive: bool = False, journal: Journal | None = None
 ) -> None:
-    """Copy RFB bytes between the browser's WebSocket and x11vnc's TCP socket until one side ends; the
-    browser's input reaches x11vnc only on an ``interactive`` connection, and is recorded in ``journal``."""
+    """Copy RFB bytes between the browser's WebSocket and x11vnc's socket until one side ends; the browser's
+    input reaches x11vnc only on an ``interactive`` connection, and is recorded in ``journal``."""
     offered = [p.strip() for p in ws.headers.get("sec-websocket-protocol", "").split(",")]
     try:
-        reader, writer = await asyncio.open_connection(host, port)
+        reader, writer = await connect(settings)
     except OSError as e:
         # The display (and x11vnc with it) is restarting; noVNC reconnects by itself.
         await ws.accept(subprotocol="binary" if "binary" in offered else None)
-        await ws.close(code=1011, reason=f"VNC server {host}:{port} unavailable: {e.strerror or e}")
+        reason = f"VNC server {vnc_address(settings)} unavailable: {e.strerror or e}"
+        await ws.close(code=1011, reason=reason[:120])
         return
     await ws.accept(subprotocol="binary" if "binary" in offered else None)
 
@@ -139,14 +152,14 @@ def router(settings: DesktopSettings) -> APIRouter:
         """The live view; read-only unless ``?interactive=1`` (or ``?view_only=false``)."""
         read_only = (not interactive) if view_only is None else view_only
         url = viewer_url(request.scope.get("root_path", ""), view_only=read_only)
-        return RedirectResponse(url, headers={k.decode(): v.decode() for k, v in frame_headers()})
+        return RedirectResponse(url)
 
     @r.websocket("/vnc/websockify")
     async def vnc_websocket(ws: WebSocket, interactive: bool = False) -> None:
         """The RFB stream; the client's input is dropped unless opened with ``?interactive=1``."""
         controller = getattr(ws.app.state, "controller", None)  # none when the view is served alone
         journal = controller.journal if controller is not None else None
-        await bridge(ws, settings.vnc_host, settings.vnc_port, interactive=interactive, journal=journal)
+        await bridge(ws, settings, interactive=interactive, journal=journal)
 
     return r
 
@@ -154,13 +167,13 @@ def router(settings: DesktopSettings) -> APIRouter:
 def install(app: FastAPI, settings: DesktopSettings | None = None) -> None:
     """Add the routes, then noVNC's files under /vnc (after the routes, so they take precedence).
 
-    When the VNC port is configured (the appliance sets ``DESKTOP_VNC_PORT``), /health also reports ``vnc``:
-    whether x11vnc accepts connections. A service run on its own, without a VNC server, leaves it out.
+    When the VNC server is configured (the appliance sets ``DESKTOP_VNC_SOCKET``), /health also reports
+    ``vnc``: whether x11vnc accepts connections. A service run on its own, without one, leaves it out.
     """
     settings = settings or DesktopSettings()
     app.include_router(router(settings))
     files = StaticFiles(directory=NOVNC_DIR, check_dir=False)
-    app.mount("/vnc", with_headers(files, frame_headers()), name="vnc")
+    app.mount("/vnc", files, name="vnc")
     probes = getattr(app.state, "health_probes", None)
-    if probes is not None and "vnc_port" in settings.model_fields_set:
+    if probes is not None and {"vnc_port", "vnc_socket"} & settings.model_fields_set:
         probes["vnc"] = lambda: vnc_problem(settings)

@@ -19,7 +19,7 @@ from fastapi.openapi.utils import get_openapi
 from deskpilot import __version__, logs
 from deskpilot.computer.client import AsyncDesktop
 from deskpilot.config import SecuritySettings, TaskSettings
-from deskpilot.security import Guard, policy_for
+from deskpilot.security import Guard, deny_framing, policy_for
 from deskpilot.tasks.desktops import Identity, Registry
 from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.executor import Executor, load_executor
@@ -61,7 +61,9 @@ def create_app(
             await fanout.start()
         app.state.fanout = fanout
         client = desktop or AsyncDesktop(
-            settings.desktop_url, security.token_value(), timeout=settings.desktop_timeout
+            settings.desktop_url,
+            settings.desktop_token.get_secret_value() if settings.desktop_token else security.token_value(),
+            timeout=settings.desktop_timeout,
         )
         run = executor or load_executor(settings.executor)
         warming = _warm_up(run)
@@ -90,9 +92,8 @@ def create_app(
 
     app = FastAPI(title="Deskpilot tasks", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
-    # Host, Origin, content type and token before any route (HTTP and /ws). CORS (configured origins
-    # only) sits outside it: it answers preflights, which carry no credentials, and lets a configured
-    # origin read the Guard's refusals too.
+    # Host, Origin, content type and token before any route (HTTP and /ws); CORS (configured origins only)
+    # outside it: it answers preflights (no credentials), and lets a configured origin read refusals too.
     app.add_middleware(Guard, policy=policy_for("tasks", security, other_types=OTHER_TYPES), refuse=refusal)
     app.add_middleware(
         CORSMiddleware,
@@ -101,6 +102,7 @@ def create_app(
         allow_headers=["*"],
         expose_headers=["X-Total-Count"],
     )
+    deny_framing(app)  # no response may be framed (its /docs, say), CORS answers and refusals included
     for module in (health, tasks, messages, events, desktops):
         app.include_router(module.router)
 

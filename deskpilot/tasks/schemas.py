@@ -126,10 +126,13 @@ class ErrorOut(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
-    version: str
-    database: str
-    worker: bool
+    """``status`` to anyone; the rest only with the token."""
+
+    status: Literal["ok", "degraded"]
+    version: str | None = None
+    database: str | None = None
+    worker: bool | None = None
+    problems: dict[str, str] | None = None  # degraded: what is wrong, per probe
 
 
 def iso(dt: datetime | None) -> str | None:

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from deskpilot import __version__
+from deskpilot.security import authorized
 from deskpilot.ui.agent import AgentFailed, AgentUnavailable
 from deskpilot.ui.deps import Agent, Directory, Settings
 from deskpilot.ui.render import fleet, models_state, render, task_list, task_state
@@ -14,8 +15,9 @@ router = APIRouter()
 
 
 @router.get("/health")
-def health() -> dict[str, str]:
-    return {"status": "ok", "version": __version__}
+def health(request: Request) -> dict[str, str]:
+    """The status to anyone; the version with a session or the token."""
+    return {"status": "ok", **({"version": __version__} if authorized(request.scope) else {})}
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -65,7 +65,7 @@ _BROWSER_ONLY = {
     "x-forwarded-proto",
     "x-forwarded-host",
 }
-# Response headers the UI sets on everything it serves (frame_headers), instead of the upstream's.
+# Response headers the UI sets on everything it serves (security.deny_framing), instead of the upstream's.
 _UI_OWN = {"x-frame-options", "content-security-policy"}
 
 

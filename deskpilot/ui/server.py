@@ -5,7 +5,7 @@ JavaScript. A little plain JavaScript then listens on the agent's WebSocket (thr
 server for fresh fragments (``deskpilot.ui.fragments``), so every piece of HTML has one template. `/api/*` and
 `/vnc*` are proxied (HTTP and WebSocket, ``deskpilot.ui.proxy``) so a browser only ever talks to this port.
 Every request passes the UI's guard first (``deskpilot.ui.guard``: Host, Origin, the session that the login
-page sets, ``deskpilot.ui.login``), and no response may be framed by another site.
+page sets, ``deskpilot.ui.login``, ``deskpilot.ui.sessions``), and no response may be framed by another site.
 """
 
 from __future__ import annotations
@@ -20,17 +20,19 @@ from fastapi.staticfiles import StaticFiles
 
 from deskpilot import __version__, logs
 from deskpilot.config import SecuritySettings, UISettings
-from deskpilot.security import frame_headers, session_value, with_headers
+from deskpilot.security import deny_framing
 from deskpilot.ui import fragments, login, pages, proxy
 from deskpilot.ui.agent import AgentClient
 from deskpilot.ui.fleet import DesktopDirectory
 from deskpilot.ui.guard import UIGuard, ui_access
+from deskpilot.ui.throttle import Throttle
 
 
 @asynccontextmanager
 async def services(app: FastAPI, settings: UISettings, token: str | None) -> AsyncIterator[None]:
     """The clients of the agent and the desktop, which speak for the browser with the token (if any)."""
     bearer = {"Authorization": f"Bearer {token}"} if token else {}
+    desktop_token = settings.desktop_token.get_secret_value() if settings.desktop_token else None
     # Page rendering: short time-outs so "agent down" shows quickly. Proxy: no read time-out
     # (long-lived streams), but a bounded connect so a missing upstream answers 502 promptly.
     async with (
@@ -41,7 +43,9 @@ async def services(app: FastAPI, settings: UISettings, token: str | None) -> Asy
         app.state.agent = AgentClient(settings.agent_url, rendering)
         app.state.proxies = proxy.Proxies(
             agent=proxy.Upstream("agent", settings.agent_url, "/api", proxying, token),
-            desktop=proxy.Upstream("desktop", settings.desktop_url, "", proxying, token, live_view_only=True),
+            desktop=proxy.Upstream(
+                "desktop", settings.desktop_url, "", proxying, desktop_token or token, live_view_only=True
+            ),
         )
         app.state.directory = DesktopDirectory(app.state.agent)
         yield
@@ -50,7 +54,8 @@ async def services(app: FastAPI, settings: UISettings, token: str | None) -> Asy
 def create_app(settings: UISettings | None = None, security: SecuritySettings | None = None) -> FastAPI:
     logs.configure()
     settings = settings or UISettings()
-    policy, token = ui_access(security or SecuritySettings())
+    policy, token, sessions = ui_access(security or SecuritySettings(), settings.session_ttl)
+    throttle = Throttle(settings.login_free_attempts, settings.login_max_delay)
     app = FastAPI(
         title="Deskpilot UI",
         version=__version__,
@@ -60,11 +65,11 @@ def create_app(settings: UISettings | None = None, security: SecuritySettings | 
         exception_handlers=fragments.ERROR_HANDLERS,
     )
     app.state.credentials = policy.credentials
-    app.state.session = session_value(token) if token else None
+    app.state.sessions = sessions
+    app.state.throttle = throttle
     app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static")
     for module in (login, pages, fragments, proxy):
         app.include_router(module.router)
-    # the last added runs first: the frame headers go on every answer, the guard's refusals included
-    app.add_middleware(UIGuard, policy=policy)
-    app.add_middleware(with_headers, extra=frame_headers())
+    app.add_middleware(UIGuard, policy=policy, sessions=sessions, throttle=throttle)
+    deny_framing(app)  # on every answer, the guard's refusals and the proxied live view included
     return app

@@ -120,7 +120,7 @@ def test_the_fleets_pods_run_from_the_image(
                 "UI_DESKTOP_URL": desktop.desktop_url,
             }
             pod_run(image, names[1], containers["ui"], api_pod, ui_env, ports)
-            health = wait_ok(f"{tasks_url}/health").json()
+            health = wait_ok(f"{tasks_url}/health", bearer).json()  # the details: with the token
             assert health["worker"] is False and health["database"] == "postgresql"
             wait_ok(f"{ui_url}/health")
             desktop.wait_ready(timeout=120)

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 
-from deskpilot.logs import DeniedHandshakeFilter, Formatter, configure, secret_values
+from uvicorn.logging import AccessFormatter
+
+from deskpilot.logs import (
+    URL_LOGGERS,
+    DeniedHandshakeFilter,
+    Formatter,
+    QueryRedaction,
+    configure,
+    redact_query,
+    secret_values,
+)
 
 
 def record(msg: str, *args: object, **extra: object) -> logging.LogRecord:
@@ -61,3 +72,57 @@ def test_uvicorns_error_after_a_refused_websocket_is_dropped_and_nothing_else() 
     assert len(denied) == 1
     assert not denied[0].filter(record("ASGI callable returned without completing handshake."))
     assert denied[0].filter(record("Exception in ASGI application"))
+
+
+# ------------------------------------------------------------------------------------- credentials in URLs
+
+
+def test_a_credential_in_a_query_string_is_masked_and_the_rest_of_the_query_kept() -> None:
+    assert redact_query('"GET /health?token=abc123 HTTP/1.1" 200') == '"GET /health?token=*** HTTP/1.1" 200'
+    assert redact_query("/x?a=1&api_key=zz&b=2#f") == "/x?a=1&api_key=***&b=2#f"
+    assert redact_query("/ws?%74oken=q&Access_Token=r") == "/ws?%74oken=***&Access_Token=***"
+    assert redact_query("/vnc?interactive=1&view_only=true") == "/vnc?interactive=1&view_only=true"
+    assert redact_query(r'{"message": "GET /x?token=a\"b"}') == r'{"message": "GET /x?token=***\"b"}'
+
+
+def test_uvicorns_access_and_websocket_lines_lose_the_token_whatever_their_handler() -> None:
+    """uvicorn's own formatter on a handler of its own (a --log-config, or uvicorn's default set up after
+    ours): the filter on the logger rewrites the record before any handler sees it. (A logger of the test's
+    own: LiteLLM, once imported, adds a redaction of its own to uvicorn's access logger.)"""
+    configure()
+    for name in URL_LOGGERS:
+        assert sum(isinstance(f, QueryRedaction) for f in logging.getLogger(name).filters) == 1, name
+    stream = io.StringIO()
+    for name, formatter in [
+        ("access", AccessFormatter('%(client_addr)s - "%(request_line)s" %(status_code)s')),
+        ("error", logging.Formatter("%(message)s")),  # uvicorn writes WebSocket lines to its error logger
+    ]:
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(formatter)
+        log = logging.getLogger(f"deskpilot.test.{name}")
+        log.propagate = False
+        log.addFilter(QueryRedaction())
+        log.addHandler(handler)
+    access, errors = logging.getLogger("deskpilot.test.access"), logging.getLogger("deskpilot.test.error")
+    access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "GET", "/docs?token=tok-secret-1", "1.1", 401)
+    errors.info('%s - "WebSocket %s" %d', "127.0.0.1:5", "/ws?x=1&api_key=tok-secret-2", 401)
+    assert stream.getvalue().splitlines() == [
+        '127.0.0.1:5 - "GET /docs?token=*** HTTP/1.1" 401 Unauthorized',
+        '127.0.0.1:5 - "WebSocket /ws?x=1&api_key=***" 401',
+    ]
+    line = Formatter(secrets=[]).format(record("ws %s", "/ws?token=tok-secret-3"))
+    assert line.endswith("ws /ws?token=***")
+
+
+def test_uvicorns_no_access_log_stays_in_force() -> None:
+    access = logging.getLogger("uvicorn.access")
+    saved = access.handlers[:], access.propagate
+    try:
+        access.handlers, access.propagate = [], False  # what uvicorn --no-access-log leaves
+        configure()
+        assert not access.hasHandlers()
+        access.propagate = True  # uvicorn with access lines and no config of its own: ours
+        configure()
+        assert access.hasHandlers()
+    finally:
+        access.handlers, access.propagate = saved

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from deskpilot.config import SecuritySettings
-from deskpilot.security import Credentials, Guard, Policy, digest, host_name, policy_for, session_value
+from deskpilot.security import Credentials, Guard, Policy, digest, host_name, policy_for
+from deskpilot.ui.sessions import Sessions
 
 TOKEN = "tok-0123456789abcdef"
 
@@ -87,12 +90,16 @@ def test_a_token_is_checked_by_digest_and_the_session_cookie_only_where_allowed(
     assert status(g, scope(authorization=f"bearer  {TOKEN} ", **body)) is None
     assert status(g, scope(authorization="Bearer wrong", **body)) == 401
     assert status(g, scope(authorization=f"Basic {TOKEN}", **body)) == 401
-    assert status(g, scope(cookie=f"deskpilot_session={session_value(TOKEN)}", **body)) == 401
+    session = Sessions(TOKEN, 3600).issue()
+    assert status(g, scope(cookie=f"deskpilot_session={session}", **body)) == 401
     assert status(g, scope("GET", "/health")) is None
-    sessions = guard(credentials=Credentials.from_token(TOKEN, sessions=True))
-    assert status(sessions, scope(cookie=f"a=b; deskpilot_session={session_value(TOKEN)}", **body)) is None
+    issuer = Sessions(TOKEN, 3600)
+    sessions = guard(credentials=Credentials.from_token(TOKEN, sessions=issuer))
+    assert status(sessions, scope(cookie=f"a=b; deskpilot_session={issuer.issue()}", **body)) is None
+    earlier = Sessions(TOKEN, 3600, clock=lambda: time.time() - 10).issue()  # before this process started
+    assert status(sessions, scope(cookie=f"deskpilot_session={earlier}", **body)) == 401
     assert status(sessions, scope(cookie=f"deskpilot_session={TOKEN}", **body)) == 401
-    only_digest = guard(credentials=Credentials(token_digest=digest(TOKEN)))
+    only_digest = guard(credentials=Credentials(token_digests=frozenset({digest(TOKEN)})))
     assert status(only_digest, scope(authorization=f"Bearer {TOKEN}", **body)) is None
     v = g.verdict(scope(**body))
     assert v is not None and v[2]["WWW-Authenticate"].startswith("Bearer")

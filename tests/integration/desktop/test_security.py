@@ -23,8 +23,10 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from websockets.exceptions import InvalidStatus
 
+from deskpilot import __version__
 from deskpilot.security import digest
 from tests.integration.desktop.conftest import Desktop, serve
+from tests.support.net import free_port
 from tests.support.security import BEARER, TOKEN, with_digest, with_token
 from tests.support.xvfb import Display
 
@@ -129,6 +131,56 @@ def test_the_probes_need_no_token_and_accept_any_host(guarded: Desktop, path: st
         r = send(guarded, "GET", path, **headers)
         assert r.status_code in (200, 503) and r.json()["status"] in ("ok", "degraded"), r.text
         assert TOKEN not in r.text and digest(TOKEN) not in r.text
+
+
+def test_the_probes_tell_the_status_to_anyone_and_the_details_to_the_token(guarded: Desktop) -> None:
+    wrong = {"Authorization": "Bearer wrong"}
+    for headers in ({}, wrong, {"Host": "10.1.2.3:9990", **BEARER}):  # a foreign Host: no details either
+        r = send(guarded, "GET", "/health", **headers)
+        assert (r.status_code, r.json()) == (200, {"status": "ok"}), headers
+        assert send(guarded, "GET", "/health/live", **headers).json() == {"status": "ok"}
+    r = send(guarded, "GET", "/health", **BEARER)
+    details = {"display": True, "vnc": True, "capture": "shm", "version": __version__}
+    assert r.json() == {"status": "ok", **details}
+    assert send(guarded, "GET", "/health/live", **BEARER).json() == {"status": "ok", "version": __version__}
+
+
+def test_a_degraded_probe_says_why_only_to_the_token(display: Display, files_dir: Path) -> None:
+    """No VNC server on the port: 503 to anyone (the probes' semantics), its address only with the token."""
+    port = free_port()
+    with serve(display, with_digest(), files_dir=files_dir, vnc_port=port) as desktop:
+        r = send(desktop, "GET", "/health")
+        assert (r.status_code, r.json()) == (503, {"status": "degraded"})
+        r = send(desktop, "GET", "/health", **BEARER)
+        assert r.status_code == 503 and r.json()["vnc"] is False
+        assert f"127.0.0.1:{port}" in r.json()["problems"]["vnc"]
+        assert send(desktop, "GET", "/health/live").status_code == 200
+
+
+def test_an_open_service_tells_the_details_to_its_own_hosts_only(display: Display, files_dir: Path) -> None:
+    with serve(display, files_dir=files_dir) as desktop:  # no token (make run)
+        assert send(desktop, "GET", "/health").json()["version"] == __version__
+        assert send(desktop, "GET", "/health", Host=ATTACKER).json() == {"status": "ok"}  # DNS rebinding
+
+
+# ----------------------------------------------------------------------------------------------- framing
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [*ROUTES, ("GET", "/redoc", None), ("GET", "/health", None), ("GET", "/health/live", None)],
+    ids=[*ROUTE_IDS, "GET /redoc", "GET /health", "GET /health/live"],
+)
+def test_every_answer_refuses_framing(guarded: Desktop, method: str, path: str, body: Any) -> None:
+    """Swagger UI in a frame of another site clickjacked POST /reset: no answer may be framed, the docs,
+    the live view, refusals and errors included (tests/e2e/ui/test_framing.py shows it in Chromium)."""
+    for headers in ({}, BEARER, {"Host": ATTACKER, **BEARER}, {"Origin": FOREIGN, **BEARER}):
+        # streamed: the SSE streams (GET /mcp) answer their headers and go on; only those are read
+        with guarded.http.stream(
+            method, guarded.url + path, json=body, headers={**MCP_ACCEPT, **headers}
+        ) as r:
+            assert r.headers.get_list("x-frame-options") == ["DENY"], (r.status_code, headers)
+            assert r.headers.get_list("content-security-policy") == ["frame-ancestors 'none'"], headers
 
 
 # ------------------------------------------------------------------------------------------------- host

@@ -26,7 +26,7 @@ from tests.support.net import ServerThread, free_port
 from tests.support.timing import wait_until
 from tests.support.xvfb import Display
 
-FRAME_HEADERS = {"x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'self'"}
+FRAME_HEADERS = {"x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'"}
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from deskpilot import __version__
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app as create_desktop_app
 from deskpilot.tasks.desktops import Identity, Registry
@@ -132,6 +133,35 @@ def test_the_probe_needs_no_token_and_accepts_any_host(api: httpx.Client) -> Non
         r = api.get("/health", headers=headers)
         assert r.status_code == 200 and r.json()["status"] == "ok"
         assert TOKEN not in r.text
+
+
+def test_the_probe_tells_the_status_to_anyone_and_the_details_to_the_token(api: httpx.Client) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Host": "10.1.2.3:9991", **BEARER}):
+        r = api.get("/health", headers=headers)
+        assert (r.status_code, r.json()) == (200, {"status": "ok"}), headers
+    r = api.get("/health", headers=BEARER)
+    assert r.status_code == 200
+    assert r.json() == {"status": "ok", "version": __version__, "database": "sqlite", "worker": False}
+
+
+# ----------------------------------------------------------------------------------------------- framing
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"), [*ROUTES, ("GET", "/health", None)], ids=[*ROUTE_IDS, "GET /health"]
+)
+def test_every_answer_refuses_framing(
+    api: httpx.Client, task: dict, method: str, path: str, body: Any
+) -> None:
+    """Swagger UI in a frame of another site clickjacks its buttons: no answer may be framed, the docs,
+    refusals and CORS answers included (tests/e2e/ui/test_framing.py shows it in Chromium)."""
+    url = path.format(id=task["id"])
+    for headers in ({}, BEARER, {"Host": ATTACKER, **BEARER}, {"Origin": DASHBOARD, **BEARER}):
+        r = send(api, method, url, body, **headers)
+        assert r.headers.get_list("x-frame-options") == ["DENY"], (r.status_code, headers)
+        assert r.headers.get_list("content-security-policy") == ["frame-ancestors 'none'"], headers
+    r = preflight(api, DASHBOARD)
+    assert r.status_code == 200 and r.headers.get_list("x-frame-options") == ["DENY"]
 
 
 # ------------------------------------------------------------------------------------------------- host

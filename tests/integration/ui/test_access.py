@@ -8,6 +8,8 @@ them is read back exactly.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,15 +19,17 @@ import pytest
 import websockets
 from websockets.exceptions import InvalidStatus
 
+from deskpilot import __version__
 from deskpilot.config import SecuritySettings, UISettings
-from deskpilot.security import SESSION_COOKIE, session_value
+from deskpilot.security import SESSION_COOKIE
 from deskpilot.ui.login import safe_next
 from deskpilot.ui.server import create_app
+from deskpilot.ui.sessions import Sessions
 from tests.support.net import ServerThread
 from tests.support.recorder import Recorder
 
 TOKEN = "ui-test-token-0123456789abcdef"
-FRAME_HEADERS = {"x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'self'"}
+FRAME_HEADERS = {"x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'"}
 PAGE = {"Accept": "text/html,application/xhtml+xml"}
 
 
@@ -86,6 +90,16 @@ def test_open_without_a_session_the_login_page_what_it_loads_and_health(stack: S
             assert c.get(path, headers=PAGE).status_code == 200, path
 
 
+def test_health_tells_the_status_to_anyone_and_the_version_to_a_session_or_the_token(stack: Stack) -> None:
+    with stack.client() as c:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Host": "10.1.2.3:9992"}):
+            assert c.get("/health", headers=headers).json() == {"status": "ok"}, headers
+        bearer = c.get("/health", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert bearer.json() == {"status": "ok", "version": __version__}
+    with stack.logged_in() as c:
+        assert c.get("/health").json() == {"status": "ok", "version": __version__}
+
+
 def test_a_page_without_a_session_goes_to_the_login_page_and_back(stack: Stack) -> None:
     with stack.client() as c:
         r = c.get("/tasks/abc?x=1", headers=PAGE)
@@ -108,7 +122,11 @@ def test_scripts_without_a_session_get_401_in_the_agent_error_shape(stack: Stack
 
 
 def test_a_wrong_session_or_token_is_no_credential(stack: Stack) -> None:
-    with stack.client(cookies={SESSION_COOKIE: session_value("another token")}) as c:
+    with stack.client(cookies={SESSION_COOKIE: Sessions("another token", 3600).issue()}) as c:
+        assert c.get("/api/tasks").status_code == 401
+    # the cookie of earlier versions (derived from the token, never expiring) is no longer a session
+    v1 = hmac.new(TOKEN.encode(), b"deskpilot session v1", hashlib.sha256).hexdigest()
+    with stack.client(cookies={SESSION_COOKIE: v1}) as c:
         assert c.get("/api/tasks").status_code == 401
     with stack.client(cookies={SESSION_COOKIE: TOKEN}) as c:  # the token is not the session
         assert c.get("/api/tasks").status_code == 401
@@ -155,11 +173,12 @@ def test_login_sets_an_httponly_strict_session_cookie_and_logout_clears_it(stack
         r = c.post("/login", data={"token": TOKEN, "next": "/tasks/new"})
         assert r.status_code == 303 and r.headers["location"] == "/tasks/new"
         cookie = r.headers["set-cookie"]
-        assert cookie.startswith(f"{SESSION_COOKIE}={session_value(TOKEN)};")
+        assert cookie.startswith(f"{SESSION_COOKIE}={c.cookies[SESSION_COOKIE]};")
         attributes = {a.strip().split("=")[0].lower(): a for a in cookie.split(";")[1:]}
-        assert {"httponly", "path", "samesite"} <= attributes.keys()
+        assert {"httponly", "path", "samesite", "max-age"} <= attributes.keys()
         assert attributes["samesite"].strip().lower() == "samesite=strict"
         assert attributes["path"].strip() == "Path=/"
+        assert attributes["max-age"].strip() == "Max-Age=43200"  # UI_SESSION_TTL: 12 h
         assert "secure" not in attributes  # plain http
         assert TOKEN not in cookie
         assert c.get("/login", headers=PAGE).status_code == 303  # already logged in
@@ -237,7 +256,7 @@ def test_websockets_are_relayed_with_the_token_not_the_cookie(stack: Stack) -> N
 
 
 @pytest.mark.parametrize(
-    "path", ["/login", "/", "/api/tasks", "/static/app.css", "/vnc/core/rfb.js", "/nope"]
+    "path", ["/login", "/", "/api/tasks", "/static/app.css", "/vnc/core/rfb.js", "/nope", "/health"]
 )
 def test_every_answer_forbids_framing_by_another_site(stack: Stack, path: str) -> None:
     for opened in (stack.client, stack.logged_in):
