@@ -27,6 +27,11 @@ class DesktopSettings(BaseSettings):
     display_owner: str | None = None
     vnc_host: str = "127.0.0.1"  # x11vnc, bridged to the browser at /vnc/websockify
     vnc_port: int = 5900
+    # x11vnc's Unix socket instead of host:port (the appliance's: its directory is the display owner's alone)
+    vnc_socket: Path | None = None
+    # the desktop user's worker (desktop/handsd.py), which does files, programs and commands as that user;
+    # unset: this process does them (as the desktop user, or as root with the user's rights)
+    hands_socket: Path | None = None
     port: int = 9990
     user: str = "user"
     # the desktop user's home: HOME of the programs `application` starts, and where "~/" paths resolve;
@@ -35,6 +40,10 @@ class DesktopSettings(BaseSettings):
     # relative write_file/read_file paths resolve here; default: the desktop user's ~/Desktop
     files_dir: Path | None = None
     max_file_bytes: int = Field(default=100 << 20, gt=0)
+    # request bodies read and handled at once, at most this many bytes (bodies of 1 MiB and less are not
+    # counted): a large one beyond waits its turn, at most body_wait seconds, then 503 (desktop/body.py)
+    body_budget_bytes: int = Field(default=256 << 20, gt=0)
+    body_wait: float = Field(default=60.0, gt=0)
     # what POST /reset brings the home back to; default: rootfs/home/user of the appliance's checkout
     skeleton: Path | None = None
     # seconds `application` waits for a launched program's window before answering 504
@@ -127,6 +136,9 @@ class TaskSettings(BaseSettings):
 
     port: int = 9991
     desktop_url: str = "http://127.0.0.1:9990"
+    # what it shows the desktop service (AGENT_DESKTOP_TOKEN; the appliance's desktop credential, which opens
+    # the desktop and nothing else); default: the token
+    desktop_token: SecretStr | None = None
     # SQLAlchemy URL; plain `postgresql://` and `sqlite:///` are given their async drivers.
     database_url: str = Field(
         default="sqlite+aiosqlite:////var/lib/deskpilot/agent.db",
@@ -256,7 +268,14 @@ class UISettings(BaseSettings):
     port: int = 9992
     agent_url: str = "http://127.0.0.1:9991"  # proxied at /api, WebSocket events at /api/ws
     desktop_url: str = "http://127.0.0.1:9990"  # its /vnc (noVNC + WebSocket bridge) is proxied as is
+    desktop_token: SecretStr | None = None  # what it shows the desktop service (as AGENT_DESKTOP_TOKEN)
     page_size: int = 50  # tasks per page of the task list
+    # hours a session lasts after logging in (then the login page again); logging out ends it at once
+    session_ttl: float = Field(default=12.0, gt=0, le=24 * 366)
+    # wrong tokens (login page, or a bearer shown to the UI) one client address may try before waiting:
+    # 1 s after the next, then 2, 4 ... up to login_max_delay seconds; a right one clears its count
+    login_free_attempts: int = Field(default=5, ge=0, le=1000)
+    login_max_delay: float = Field(default=300.0, ge=1, le=3600)
 
 
 class SecuritySettings(BaseSettings):
@@ -267,7 +286,8 @@ class SecuritySettings(BaseSettings):
     # The one secret. Unset on loopback only (make run); the appliance generates one when it listens
     # on another address.
     token: SecretStr | None = None
-    # Services that must not see the token (the desktop service runs as the desktop user) get its digest.
+    # Services that must not see the token (the desktop service) get digests: the token's, and those of other
+    # credentials that open them (the appliance's desktop credential), comma-separated.
     token_sha256: str | None = None
     # "off": no token required even if one is set (an explicit, logged opt-out).
     auth: Literal["on", "off"] = "on"

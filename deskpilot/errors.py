@@ -88,6 +88,14 @@ class UnsupportedDisplay(DesktopError):
     status = 500
 
 
+class HandsUnavailable(DesktopError):
+    """The desktop user's worker (files, programs and commands run as that user, ``handsd.py``) does not
+    answer: it is restarting."""
+
+    status = 503
+    retry_after = 1
+
+
 class ActionTimedOut(DesktopError):
     """The desktop did not do something within its bound (an application showed no window); the action
     failed, the display is fine."""
@@ -169,6 +177,13 @@ class UpstreamUnavailable(AgentError):
     """A service the agent depends on (the LLM proxy) did not answer."""
 
     status = 502
+
+
+class StorageFull(AgentError):
+    """A write failed for lack of disk space (the database's, or the temporary files of an upload): nothing
+    of it was saved, and what was saved before is intact; the same request succeeds once space is freed."""
+
+    status = 507
 
 
 def reason_phrase(status: int) -> str:

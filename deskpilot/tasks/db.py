@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from deskpilot.tasks.migrations import upgrade_to_head
+from deskpilot.tasks.storage import Space
 
 
 def async_url(url: str) -> str:
@@ -60,6 +61,7 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = async_url(url)
         self.sqlite = is_sqlite(self.url)
+        self.space = Space()  # whether writes fail for lack of disk space, for /health
         if self.sqlite:
             path = make_url(self.url).database
             if path and path != ":memory:":

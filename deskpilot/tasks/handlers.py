@@ -9,10 +9,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from deskpilot.errors import AgentError, agent_error_body
+from deskpilot.errors import AgentError, StorageFull, agent_error_body
+from deskpilot.tasks.storage import MESSAGE, out_of_space
 from deskpilot.web import json_response
 
 log = logging.getLogger(__name__)
@@ -87,6 +89,17 @@ async def on_http(request: Request, exc: Exception) -> Response:
     )
 
 
+async def on_storage(request: Request, exc: Exception) -> Response:
+    """A database or file-system error that escaped the store's own translation (an upload spooled to a full
+    temporary directory, a read that needed temporary space): 507 when it is a lack of space, which /health
+    reports too; anything else is unexpected (500, logged)."""
+    if not out_of_space(exc):
+        raise exc
+    service = getattr(request.app.state, "tasks", None)
+    full = service.store.db.space.failed(exc) if service is not None else StorageFull(MESSAGE)
+    return JSONResponse(agent_error_body(full.status, full.message), status_code=full.status)
+
+
 async def on_unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error", extra={"method": request.method, "path": request.url.path})
     return JSONResponse(
@@ -100,9 +113,11 @@ def refusal(status: int, message: str, headers: dict[str, str]) -> Response:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Our errors, FastAPI's validation errors (400, naming the field), unknown routes and methods, and
-    unexpected exceptions."""
+    """Our errors, FastAPI's validation errors (400, naming the field), unknown routes and methods, a lack
+    of disk space (507), and unexpected exceptions."""
     app.add_exception_handler(AgentError, on_agent_error)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(DBAPIError, on_storage)
+    app.add_exception_handler(OSError, on_storage)
     app.add_exception_handler(Exception, on_unexpected)

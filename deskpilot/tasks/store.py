@@ -72,7 +72,8 @@ class Store:
 
     @asynccontextmanager
     async def writing(self) -> AsyncIterator[AsyncSession]:
-        async with AsyncSession(self.db.writer, expire_on_commit=False) as session, session.begin():
+        session = AsyncSession(self.db.writer, expire_on_commit=False)
+        async with self.db.space.watching(), session, session.begin():  # no space: StorageFull, 507
             yield session
 
     @asynccontextmanager

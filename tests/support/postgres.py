@@ -122,6 +122,11 @@ class PostgresServer:
     def create_database(self, prefix: str = "t") -> str:
         """A fresh empty database; returns its URL."""
         name = f"{prefix}_{os.getpid()}_{next(_counter)}"
+        self.execute(f'CREATE DATABASE "{name}" STRATEGY FILE_COPY')
+        return self.url(name)
+
+    def execute(self, sql: str, database: str = "postgres") -> None:
+        """One statement as the superuser (psql, so it may be one that cannot run in a transaction)."""
         subprocess.run(
             [
                 str(self.bindir / "psql"),
@@ -132,15 +137,16 @@ class PostgresServer:
                 "-U",
                 self.user,
                 "-d",
-                "postgres",
+                database,
                 "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
                 "-c",
-                f'CREATE DATABASE "{name}" STRATEGY FILE_COPY',
+                sql,
             ],
             check=True,
             capture_output=True,
         )
-        return self.url(name)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -3,10 +3,15 @@
 
 export const STATUS_LABELS = JSON.parse(document.getElementById("labels").textContent);
 
-/** The session ended (logged out elsewhere, or the token changed): back to the login page, then here. */
+/** The session ended (logged out elsewhere, expired, or the token changed): back to the login page, then here. */
 function toLogin() {
-  location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+  if (!leaving) location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
 }
+
+// Logging out here: the server closes this page's sockets as it ends the session, and the page goes to the
+// login page itself; it must not chase the closed sockets there with a "then here".
+let leaving = false;
+document.querySelector("form.logout")?.addEventListener("submit", () => { leaving = true; });
 
 /** Call the agent API through /api; resolves to the JSON body, rejects with the agent's message. */
 export async function api(method, path, body) {
@@ -87,6 +92,7 @@ export function connectEvents({ taskId = null, events = null, onEvent, onOpen = 
       if (msg && msg.event) onEvent(msg.event, msg.data);
     });
     socket.addEventListener("close", (e) => {
+      if (leaving) return;
       // A refused handshake looks like any other failure to a page: ask whether the session still holds.
       fetch("/api/health").then((r) => { if (r.status === 401) toLogin(); }, () => {});
       const seconds = Math.round(delay / 1000);

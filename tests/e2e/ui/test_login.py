@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from deskpilot.config import DesktopSettings, SecuritySettings, TaskSettings, UISettings
 from deskpilot.desktop.api import create_app as desktop_app
@@ -130,3 +130,40 @@ def test_log_in_follow_a_task_take_over_hand_back_and_log_out(
     assert page.context.cookies() == []
     page.goto(f"{stack.ui}/tasks/{task['id']}")
     expect(page).to_have_url(f"{stack.ui}/login?next=%2Ftasks%2F{task['id']}")
+
+
+def test_wrong_tokens_make_the_browser_wait_and_a_logged_out_cookie_opens_nothing(
+    stack: Stack, page: Page, browser: Browser
+) -> None:
+    page.goto(f"{stack.ui}/login")
+    for _ in range(6):  # five free, the sixth makes this address wait 1 s
+        page.fill("#token", "not-the-token")
+        page.click("#login button")
+        expect(page.locator("#login-error")).to_contain_text("not the token")
+    page.fill("#token", TOKEN)  # too early: not even checked
+    with page.expect_response(f"{stack.ui}/login") as answer:
+        page.click("#login button")
+    assert answer.value.status == 429 and answer.value.headers["retry-after"] == "1"
+    expect(page.locator("#login-error")).to_contain_text("try again in 1 s")
+    assert page.context.cookies() == []
+    page.wait_for_timeout(1100)
+    page.fill("#token", TOKEN)
+    page.click("#login button")
+    expect(page).to_have_url(f"{stack.ui}/")
+
+    # a copy of the cookie (a shared computer, a stolen cookie) works until the session is logged out
+    (cookie,) = page.context.cookies()
+    assert cookie["expires"] > 0  # Max-Age: not a cookie that lives as long as the browser
+    other = browser.new_context()
+    try:
+        other.add_cookies([cookie])
+        copy = other.new_page()
+        copy.goto(f"{stack.ui}/tasks/new")
+        expect(copy).to_have_url(f"{stack.ui}/tasks/new")
+        page.click(".logout button")
+        expect(page).to_have_url(f"{stack.ui}/login")
+        copy.goto(f"{stack.ui}/tasks/new")
+        expect(copy).to_have_url(f"{stack.ui}/login?next=%2Ftasks%2Fnew")
+        assert copy.request.get(f"{stack.ui}/api/tasks").status == 401
+    finally:
+        other.close()
