@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictBool,
     TypeAdapter,
     ValidationError,
@@ -42,6 +43,7 @@ from deskpilot.computer.fields import (
     ScrollDirection,
     Settle,
     Space,
+    bidi_problem,
     points_into_screen,
 )
 from deskpilot.errors import InvalidAction
@@ -215,7 +217,16 @@ FilePath = Annotated[str, Field(min_length=1, max_length=4096, description="~/De
 def _check_path(path: str) -> str:
     if "\x00" in path:
         raise ValueError("path contains a NUL character")
+    problem = bidi_problem(path)
+    if problem is not None:
+        raise ValueError(f"path {problem}")
     return path
+
+
+def decoded_size(b64: str | memoryview) -> int:
+    """How many bytes the padded base64 ``b64`` stands for (the journal keeps that, not the content)."""
+    tail = b64[-2:] if isinstance(b64, str) else b64[-2:].tobytes().decode("ascii", "replace")
+    return len(b64) * 3 // 4 - len(tail) + len(tail.rstrip("="))
 
 
 class WriteFile(_Action):
@@ -227,6 +238,29 @@ class WriteFile(_Action):
     overwrite: StrictBool = Field(
         default=True, description="false: never replace an existing file, answer 409 instead"
     )
+    # the base64 left where it came, in the request body (the desktop's body.py: no copy of a big file's
+    # base64 is made), with ``data`` empty; and the size of the content once ``take_data`` has let it go
+    _lifted: memoryview | None = PrivateAttr(default=None)
+    _size: int | None = PrivateAttr(default=None)
+
+    def lift(self, encoded: memoryview) -> None:
+        """Hold the base64 as ``encoded``, a view of the request body, instead of ``data``."""
+        self.data, self._lifted = "", encoded
+
+    def take_data(self) -> str | memoryview:
+        """The base64 to decode, once: the action lets go of it, so a big file's base64 is not held while the
+        file is written (``data_bytes`` still says its size)."""
+        encoded = self._lifted if self._lifted is not None else self.data
+        self._size = decoded_size(encoded)
+        self.data, self._lifted = "", None
+        return encoded
+
+    @property
+    def data_bytes(self) -> int:
+        """The size of the file's content."""
+        if self._size is not None:
+            return self._size
+        return decoded_size(self._lifted if self._lifted is not None else self.data)
 
 
 class ReadFile(_Action):

@@ -3,6 +3,8 @@ on the screen, and the screenshot and settling options several actions share."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -31,6 +33,25 @@ ApplicationName = Literal[
     "browser", "password_manager", "email_client", "code_editor", "terminal", "desktop", "directory"
 ]
 FILE_ACTIONS = frozenset({"write_file", "read_file"})
+
+# The bidirectional controls: embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069), the marks
+# (U+200E, U+200F, U+061C). In a name they make it display other than it is (``invoice\u202etxt.exe`` shows
+# as "invoiceexe.txt"); no file name needs one, so every name and path that comes in is refused with one.
+BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+
+
+def bidi_problem(text: str) -> str | None:
+    """What is wrong with a name or path holding a bidirectional control character, naming the first one
+    ("U+202E RIGHT-TO-LEFT OVERRIDE"), and the fix; None when it holds none. Both services ask it of every
+    name and path they take in (the file actions' paths, over HTTP and MCP; the names of uploads)."""
+    found = BIDI_CONTROLS.search(text)
+    if found is None:
+        return None
+    char = found.group()
+    return (
+        f"contains the bidirectional control character U+{ord(char):04X} {unicodedata.name(char)}, which "
+        "makes a name display other than it is; remove it"
+    )
 
 
 def _check_key(name: str) -> str:

@@ -3,6 +3,8 @@
 ``Controller.perform`` records each action it runs (actor ``agent``, ``api`` or ``mcp``); the VNC bridge
 records a human's input on an interactive connection, translated into the same actions (``human.py``,
 actor ``human``). An entry is the request as ``POST /computer-use`` takes it, never a screenshot's bytes.
+``POST /command`` and ``POST /reset`` are recorded by their routes (``Journal.recording``): the command's text
+with its exit code and time (never its output), the reset with what it closed and removed.
 
 Recording is an append to a bounded deque on the request path; the request is turned into JSON only when
 read. Frames are taken off the request path, once no input came for ``DESKTOP_JOURNAL_SETTLE_MS``: an
@@ -15,6 +17,7 @@ once each, named by content, in a store bounded by count and bytes; an evicted f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -22,7 +25,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +34,7 @@ from typing import Any
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.capture import Image
+from deskpilot.errors import DesktopError
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +59,15 @@ def request_of(action: actions.Action | dict[str, Any]) -> dict[str, Any]:
         return action
     body = action.model_dump(mode="json", exclude_none=True, exclude_defaults=True, by_alias=True)
     if isinstance(action, actions.WriteFile):
-        data = action.data
         body.pop("data", None)
-        body["dataBytes"] = len(data) * 3 // 4 - len(data[-2:]) + len(data[-2:].rstrip("="))
+        body["dataBytes"] = action.data_bytes
     return body
 
 
 def weight(action: actions.Action | dict[str, Any]) -> int:
     """About what an entry holds, in bytes: its text, path and keys (a text or a path may be long)."""
     fields = action if isinstance(action, dict) else action.__dict__  # getattr of a missing field is slow
-    text, path, keys = fields.get("text"), fields.get("path"), fields.get("keys")
+    text, path, keys = fields.get("text") or fields.get("command"), fields.get("path"), fields.get("keys")
     size = ENTRY_BYTES + (len(text) if isinstance(text, str) else 0)
     return size + POINT_BYTES * (len(path) if isinstance(path, list) else 0) + 16 * len(keys or ())
 
@@ -199,6 +202,31 @@ class Journal:
             if self._flusher is None or self._flusher.done() or self._flusher.get_loop() is not loop:
                 self._flusher = loop.create_task(self._frames_after_burst())
         return entry
+
+    @contextlib.contextmanager
+    def recording(
+        self, actor: str, action: dict[str, Any], task: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Record ``action``, a request other than an action's (``POST /command``, ``/reset``), once the
+        block ends: its outcome is ``{"ok": true}`` with what the block put in the dict it is given, or the
+        failure's status and error."""
+        details: dict[str, Any] = {}
+        status, error = "500", None
+        try:
+            yield details
+            status = "ok"
+        except DesktopError as exc:
+            status, error = str(exc.status), exc.message
+            raise
+        except asyncio.CancelledError:  # the client went away
+            status, error = "cancelled", "the client went away"
+            raise
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            outcome = outcome_of(status, error)
+            self.record(actor, action, {**outcome, **details} if status == "ok" else outcome, task=task)
 
     def _keep(self, entry: Entry) -> None:
         entry.weight = weight(entry.action)

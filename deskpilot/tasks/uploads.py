@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
+from deskpilot.computer.fields import bidi_problem
 from deskpilot.config import TaskSettings
 from deskpilot.errors import BadRequest, PayloadTooLarge
 from deskpilot.tasks.models import TaskFile
@@ -148,7 +149,15 @@ async def _parse_json(request: Request, settings: TaskSettings) -> tuple[TaskCre
     return body, files
 
 
+def _check_name(index: int, name: str) -> None:
+    """A name with a bidirectional control character is refused (it would display as another name)."""
+    problem = bidi_problem(name)
+    if problem is not None:
+        raise BadRequest(f"files[{index}].name: {problem}")
+
+
 def _decode_file(index: int, upload: FileIn) -> NewFile:
+    _check_name(index, upload.name)
     encoded = upload.data if upload.data is not None else upload.base64
     if encoded is None:
         raise BadRequest(f"files[{index}].data: required (base64 of the content)")
@@ -175,6 +184,7 @@ async def _parse_multipart(request: Request, settings: TaskSettings) -> tuple[Ta
                     raise PayloadTooLarge(
                         f"files: {value.filename} is {value.size} bytes; the limit is {limit}"
                     )
+                _check_name(len(files), value.filename or "")
                 files.append(NewFile(value.filename or "file", await value.read(), value.content_type))
                 _check_sizes(files, settings)
             elif key in FORM_FIELDS:
