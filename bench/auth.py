@@ -13,6 +13,10 @@ with ``Authorization: Bearer``, the service's own ``Origin`` and ``Content-Type:
 Rounds of ``--n`` requests per variant are interleaved (in a new random order each round) so that load
 from elsewhere falls on every variant alike. Target: the token's p50 at most 0.1 ms above the baseline's.
 It also times ``Guard.verdict`` alone, in this process. Not a test: figures vary with load.
+
+Then the channel the task service and the UI open the desktop with: the desktop credential (the desktop
+service given two digests, the token's and the credential's; docs/security.md) against the token with one
+digest as before, on a click and a screenshot. Target: at most 0.2 ms added at p50.
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ from tests.support.security import VARIABLES, security  # noqa: E402
 from tests.support.xvfb import start_xvfb  # noqa: E402
 
 TOKEN = "bench-token-" + "0123456789abcdef" * 2
+CREDENTIAL = "bench-desktop-credential-" + "fedcba9876543210" * 2
 TARGET_MS = 0.1
+CHANNEL_TARGET_MS = 0.2
 
 
 # ------------------------------------------------------------------------- the baseline's app factories
@@ -72,6 +78,7 @@ class Variant:
     url: str = ""
     proc: subprocess.Popen[bytes] | None = None
     samples: list[float] = field(default_factory=list)
+    bearer: str = TOKEN
 
     def start(self, base_env: dict[str, str]) -> None:
         port = free_port()
@@ -106,7 +113,7 @@ def variants(service: str, guarded_env: dict[str, str]) -> list[Variant]:
 def measure(group: list[Variant], method: str, path: str, body: bytes | None, rounds: int, n: int) -> None:
     clients = {}
     for v in group:
-        headers = {"Authorization": f"Bearer {TOKEN}", "Origin": v.url}
+        headers = {"Authorization": f"Bearer {v.bearer}", "Origin": v.url}
         if body is not None:
             headers["Content-Type"] = "application/json"
         clients[v.name] = httpx.Client(base_url=v.url, headers=headers, timeout=30)
@@ -140,6 +147,34 @@ def report(title: str, group: list[Variant]) -> float:
     print(f"    added by every check (token - baseline):     {added:+7.3f} ms   ({verdict})")
     print(f"    added by the token alone (token - auth off): {token - off:+7.3f} ms", flush=True)
     return added
+
+
+def channel(display_env: dict[str, str]) -> list[Variant]:
+    """The desktop service as the appliance starts it now (two digests, called with the desktop credential)
+    and as before (the token's digest, called with the token)."""
+    module = "deskpilot.desktop.api:create_app"
+    return [
+        Variant("token (before)", module, {**display_env, "DESKPILOT_TOKEN_SHA256": digest(TOKEN)}),
+        Variant(
+            "desktop credential",
+            module,
+            {**display_env, "DESKPILOT_TOKEN_SHA256": f"{digest(TOKEN)},{digest(CREDENTIAL)}"},
+            bearer=CREDENTIAL,
+        ),
+    ]
+
+
+def report_channel(title: str, group: list[Variant]) -> None:
+    before, after = (statistics.median(v.samples) * 1000 for v in group)
+    print(f"  {title}")
+    for v in group:
+        p95 = sorted(v.samples)[int(0.95 * (len(v.samples) - 1))] * 1000
+        p50 = statistics.median(v.samples) * 1000
+        print(f"    {v.name:<22} p50 {p50:7.3f} ms   p95 {p95:7.3f} ms   ({len(v.samples)} requests)")
+    verdict = f"target <= {CHANNEL_TARGET_MS}: " + ("ok" if after - before <= CHANNEL_TARGET_MS else "OVER")
+    print(f"    added by the desktop credential: {after - before:+7.3f} ms   ({verdict})", flush=True)
+    for v in group:
+        v.samples.clear()
 
 
 def verdict_cost() -> None:
@@ -187,8 +222,9 @@ def main() -> None:
             "AGENT_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
         },
     )
+    credential = channel({"DESKTOP_DISPLAY": display.name})
     try:
-        for v in [*desktop, *tasks]:
+        for v in [*desktop, *tasks, *credential]:
             v.start(display.env)
         print(
             f"Deskpilot auth bench: {os.cpu_count()} CPUs; {args.rounds} interleaved rounds of {args.n} "
@@ -199,8 +235,15 @@ def main() -> None:
         measure(tasks, "GET", "/tasks", None, args.rounds, args.n)
         report("GET /tasks, task service", tasks)
         verdict_cost()
+        click = b'{"action": "click_mouse", "coordinates": {"x": 1900, "y": 1060}, "button": "left", '
+        click += b'"clickCount": 1}'
+        measure(credential, "POST", "/computer-use", click, args.rounds, args.n)
+        report_channel("click_mouse on an idle area, desktop service", credential)
+        screenshot = b'{"action": "screenshot"}'
+        measure(credential, "POST", "/computer-use", screenshot, args.rounds, max(1, args.n // 5))
+        report_channel("screenshot, desktop service", credential)
     finally:
-        for v in [*desktop, *tasks]:
+        for v in [*desktop, *tasks, *credential]:
             v.stop()
         display.stop()
         state.cleanup()

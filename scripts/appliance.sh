@@ -3,13 +3,17 @@
 # One entry point for `make run`, the Dockerfile's CMD, the e2e tests and bench/startup.py, so all four start
 # the same thing. Every setting is an environment variable with a default (docs/operations.md).
 #
-# Who runs what. The desktop session (Xfce, x11vnc, the applications) runs as the desktop user, and so do the
-# desktop service (it drives X) and Xvfb (it must attach the service's MIT-SHM segments). The task service,
-# with the agent loop, its provider keys and its database, and the UI, which holds the token, run as a system
-# user of their own (DESKPILOT_AGENT_USER): nothing the desktop user runs can read their environment, memory or
-# state directory. Each must read the code and execute the venv; this script checks that by importing the
-# package as that user, not by guessing from file modes. A checkout under /root (0700) fails the check: then
-# that user's services run as root (the session stays the desktop user's), and this script says so on stderr.
+# Who runs what. Three users, none of which can signal, trace or read another's processes:
+# - the desktop user (DESKPILOT_USER) runs the session (Xfce, the applications) and its worker (hands), which
+#   does what needs that user's rights for the desktop service: files, programs, commands, the home's reset;
+# - the display's owner (DESKPILOT_DISPLAY_USER) runs Xvfb, x11vnc (on a Unix socket in a directory only it
+#   enters) and the desktop service, which drives the display and holds the X cookie, no token;
+# - DESKPILOT_AGENT_USER runs the task service (the agent loop, its provider keys, its database) and the UI,
+#   which hold the token; they reach the desktop with a credential of its own (the desktop credential), so
+#   nothing on the desktop side ever sees the token that opens the task API.
+# Each must read the code and execute the venv; this script checks that by importing the package as that
+# user, not by guessing from file modes. A checkout under /root (0700) fails the check: then that user's
+# programs run as root (with the rights they need dropped), and this script says so on stderr.
 #
 # Each program gets only its own variables. supervisord starts with the session's variables and the settings
 # supervisord.conf names, nothing else; each service gets its whole environment from a file written here into
@@ -26,9 +30,9 @@ export DESKPILOT_HOST=${DESKPILOT_HOST:-127.0.0.1}
 export DESKTOP_PORT=${DESKTOP_PORT:-9990}
 export AGENT_PORT=${AGENT_PORT:-9991}
 export UI_PORT=${UI_PORT:-9992}
-export DESKTOP_VNC_PORT=${DESKTOP_VNC_PORT:-5900}
 export DESKPILOT_USER=${DESKPILOT_USER:-user}
 export DESKPILOT_AGENT_USER=${DESKPILOT_AGENT_USER:-deskpilot}
+export DESKPILOT_DISPLAY_USER=${DESKPILOT_DISPLAY_USER:-deskpilot-display}
 export DESKPILOT_STATE_DIR=${DESKPILOT_STATE_DIR:-/var/lib/deskpilot}
 export DESKPILOT_RUN_DIR=${DESKPILOT_RUN_DIR:-/run/deskpilot}
 export DESKPILOT_VENV=${DESKPILOT_VENV:-$here/.venv}
@@ -41,7 +45,7 @@ fail() {
   exit 1
 }
 
-for u in "$DESKPILOT_USER" "$DESKPILOT_AGENT_USER"; do
+for u in "$DESKPILOT_USER" "$DESKPILOT_AGENT_USER" "$DESKPILOT_DISPLAY_USER"; do
   getent passwd "$u" >/dev/null \
     || fail "the user '$u' does not exist: run scripts/install-system.sh (or make system) first"
 done
@@ -57,11 +61,15 @@ runs_as() {
     echo root
   fi
 }
-DESKPILOT_DESKTOP_RUNS_AS=$(runs_as "$DESKPILOT_USER")
+DESKPILOT_DESKTOP_RUNS_AS=$(runs_as "$DESKPILOT_DISPLAY_USER")
+DESKPILOT_HANDS_RUNS_AS=$(runs_as "$DESKPILOT_USER")
 DESKPILOT_AGENT_RUNS_AS=$(runs_as "$DESKPILOT_AGENT_USER")
 who='' what=''
-if [[ $DESKPILOT_USER != root && $DESKPILOT_DESKTOP_RUNS_AS == root ]]; then
-  who="'$DESKPILOT_USER'" what="the desktop service and Xvfb"
+if [[ $DESKPILOT_USER != root && $DESKPILOT_HANDS_RUNS_AS == root ]]; then
+  who="'$DESKPILOT_USER'" what="the desktop user's worker"
+fi
+if [[ $DESKPILOT_DISPLAY_USER != root && $DESKPILOT_DESKTOP_RUNS_AS == root ]]; then
+  who="${who:+$who and }'$DESKPILOT_DISPLAY_USER'" what="${what:+$what, }the desktop service, Xvfb and x11vnc"
 fi
 if [[ $DESKPILOT_AGENT_USER != root && $DESKPILOT_AGENT_RUNS_AS == root ]]; then
   who="${who:+$who and }'$DESKPILOT_AGENT_USER'" what="${what:+$what, }the task service and the UI"
@@ -100,9 +108,9 @@ case $token_source in
 esac
 
 if [[ ${1:-} == --print-config ]]; then
-  for name in DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_AGENT_USER DESKPILOT_HOME \
-    DESKPILOT_STATE_DIR DESKPILOT_RUN_DIR DESKPILOT_VENV DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_AGENT_RUNS_AS \
-    DESKTOP_PORT DESKTOP_VNC_PORT AGENT_PORT UI_PORT AGENT_DATABASE_URL; do
+  for name in DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_AGENT_USER DESKPILOT_DISPLAY_USER \
+    DESKPILOT_HOME DESKPILOT_STATE_DIR DESKPILOT_RUN_DIR DESKPILOT_VENV DESKPILOT_DESKTOP_RUNS_AS \
+    DESKPILOT_HANDS_RUNS_AS DESKPILOT_AGENT_RUNS_AS DESKTOP_PORT AGENT_PORT UI_PORT AGENT_DATABASE_URL; do
     echo "$name=${!name}"
   done | sed -E 's#(://[^/:@]+:)[^/@]*@#\1***@#' # a database URL's password
   echo "DESKPILOT_TOKEN_SOURCE=$token_source"
@@ -110,17 +118,23 @@ if [[ ${1:-} == --print-config ]]; then
 fi
 
 # ------------------------------------------------------------------------------------------------ directories
-# The session's (bus socket, TMPDIR) belong to the desktop user, the state (database, token) to the task
-# service's user alone (0700); the run directory, with the supervisor socket, the X authority and the services'
-# environment files, is root's (each file its reader's). The wrappers are copied there, so their users can run
-# them even from a checkout they cannot read. /tmp/.X11-unix may be missing in a fresh container.
+# The session's (bus socket, TMPDIR) belong to the desktop user, the display's (its X authority, x11vnc's
+# socket, the desktop service's home) to its owner alone, the state (database, token) to the task service's
+# user alone (0700); the worker's socket directory is the desktop user's (the worker serves the desktop
+# service's user only, by its peer credentials). The run directory, with the supervisor socket, the session's X
+# authority and the programs' environment files, is root's (each file its reader's). The wrappers are copied
+# there, so their users can run them even from a checkout they cannot read. /tmp/.X11-unix may be missing in
+# a fresh container.
 desktop_user=(-o "$DESKPILOT_USER" -g "$(id -gn "$DESKPILOT_USER")")
+display_user=(-o "$DESKPILOT_DESKTOP_RUNS_AS" -g "$(id -gn "$DESKPILOT_DESKTOP_RUNS_AS")")
 agent_group=$(id -gn "$DESKPILOT_AGENT_RUNS_AS")
 install -d -m 1777 /tmp/.X11-unix
 install -d -m 0755 "$DESKPILOT_RUN_DIR"
 install -d -m 0711 "$DESKPILOT_RUN_DIR/env"
 install -m 0755 "$here/scripts/with-x.sh" "$here/scripts/with-env.sh" "$DESKPILOT_RUN_DIR/"
 install -d -m 0700 "${desktop_user[@]}" "$DESKPILOT_RUN_DIR/session" "$DESKPILOT_RUN_DIR/session/tmp"
+install -d -m 0711 "${desktop_user[@]}" "$DESKPILOT_RUN_DIR/hands"
+install -d -m 0700 "${display_user[@]}" "$DESKPILOT_RUN_DIR/display"
 install -d -m 0700 -o "$DESKPILOT_AGENT_RUNS_AS" -g "$agent_group" "$DESKPILOT_STATE_DIR"
 # A state volume of an earlier layout (everything the desktop user's) or of another image (another uid): the
 # task service's user takes over what is neither root's nor its own (-h: a link itself, never its target).
@@ -173,15 +187,24 @@ esac
 token_sha256=
 [[ -z $token ]] || token_sha256=$(printf %s "$token" | sha256sum | cut -d' ' -f1)
 
-# The X authority: a new MIT-MAGIC-COOKIE at every start, readable by the desktop user (its session, the
-# desktop service, Xvfb) alone, in root's run directory (the user cannot swap it for a link). The cookie goes
-# to xauth through a pipe: a command line is visible to everyone.
+# The X authority: a new MIT-MAGIC-COOKIE at every start, in two copies: the session's, readable by the desktop
+# user alone, in root's run directory (the user cannot swap it for a link), and the display owner's (Xvfb,
+# x11vnc, the desktop service) in its own directory. The cookie goes to xauth through a pipe: a command line
+# is visible to everyone.
 xauthority=$DESKPILOT_RUN_DIR/Xauthority
-rm -f "$xauthority"
+display_xauthority=$DESKPILOT_RUN_DIR/display/Xauthority
 cookie=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
-printf 'add %s . %s\n' "$DESKPILOT_DISPLAY" "$cookie" \
-  | (umask 077 && : >"$xauthority" && xauth -q -f "$xauthority" source -)
+for file in "$xauthority" "$display_xauthority"; do
+  rm -f "$file"
+  printf 'add %s . %s\n' "$DESKPILOT_DISPLAY" "$cookie" | (umask 077 && : >"$file" && xauth -q -f "$file" source -)
+done
 chown "$DESKPILOT_USER:$(id -gn "$DESKPILOT_USER")" "$xauthority"
+chown "$DESKPILOT_DESKTOP_RUNS_AS:$(id -gn "$DESKPILOT_DESKTOP_RUNS_AS")" "$display_xauthority"
+
+# The desktop credential: what the task service and the UI present to the desktop service instead of the
+# token, new at every start. Whatever reaches the desktop side then opens the desktop and nothing else.
+desktop_credential=
+[[ -z $token ]] || desktop_credential=$(head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')
 
 # ------------------------------------------------------------------------------------------------ environments
 # What every program of the session sees (and the applications started from it), without a secret.
@@ -208,17 +231,38 @@ base=()
 take 'PATH|LANG|LANGUAGE|LC_[A-Z_]+|TZ|PYTHONUNBUFFERED' base
 common=("${base[@]}")
 take 'DESKPILOT_LOG_(FORMAT|LEVEL)' common
+# uvicorn believes X-Forwarded-For only from these addresses (its default, loopback, would let any program of the
+# desktop pick the address the UI's login throttle counts it under): none unless a reverse proxy is named.
+common+=("FORWARDED_ALLOW_IPS=${DESKPILOT_TRUSTED_PROXIES:-}")
 common+=("DESKPILOT_AUTH=${DESKPILOT_AUTH:-on}" "DESKPILOT_ALLOWED_ORIGINS=${DESKPILOT_ALLOWED_ORIGINS:-}"
   "DESKPILOT_ALLOWED_HOSTS=${DESKPILOT_ALLOWED_HOSTS:-${DESKTOP_MCP_ALLOWED_HOSTS:-}}")
 # A service's own user and home: the task service and the UI keep theirs in the state directory.
 agent_home=("HOME=$DESKPILOT_STATE_DIR" "USER=$DESKPILOT_AGENT_RUNS_AS" "LOGNAME=$DESKPILOT_AGENT_RUNS_AS")
 
-desktop_env=("${common[@]}")
-take 'DESKTOP_[A-Z0-9_]+' desktop_env
-desktop_env+=("${session_env[@]}" "DESKTOP_DISPLAY=$DESKPILOT_DISPLAY" "DESKTOP_PORT=$DESKTOP_PORT"
-  "DESKTOP_VNC_PORT=$DESKTOP_VNC_PORT" "DESKTOP_DISPLAY_OWNER=$DESKPILOT_DESKTOP_RUNS_AS"
-  "DESKTOP_HOME=$DESKPILOT_HOME" "DESKTOP_FILES_DIR=$DESKPILOT_HOME/Desktop")
-[[ -z $token_sha256 ]] || desktop_env+=("DESKPILOT_TOKEN_SHA256=$token_sha256")
+# The desktop settings the service and the desktop user's worker share (who the desktop user is, where files go).
+desktop_settings=()
+take 'DESKTOP_[A-Z0-9_]+' desktop_settings
+desktop_settings+=("DESKTOP_DISPLAY=$DESKPILOT_DISPLAY" "DESKTOP_USER=$DESKPILOT_USER" "DESKTOP_HOME=$DESKPILOT_HOME"
+  "DESKTOP_FILES_DIR=$DESKPILOT_HOME/Desktop" "DESKTOP_HANDS_SOCKET=$DESKPILOT_RUN_DIR/hands/hands.sock")
+
+# The desktop service: the display owner's home, X authority and x11vnc's socket; the token's digest and the
+# desktop credential's, never either.
+desktop_env=("${common[@]}" "${desktop_settings[@]}")
+desktop_env+=("HOME=$DESKPILOT_RUN_DIR/display" "USER=$DESKPILOT_DESKTOP_RUNS_AS"
+  "LOGNAME=$DESKPILOT_DESKTOP_RUNS_AS" "TMPDIR=$DESKPILOT_RUN_DIR/display" "DISPLAY=$DESKPILOT_DISPLAY"
+  "XAUTHORITY=$display_xauthority" "DESKTOP_PORT=$DESKTOP_PORT" "DESKTOP_DISPLAY_OWNER=$DESKPILOT_DESKTOP_RUNS_AS"
+  "DESKTOP_VNC_SOCKET=$DESKPILOT_RUN_DIR/display/vnc.sock")
+if [[ -n $token_sha256 ]]; then
+  credential_sha256=$(printf %s "$desktop_credential" | sha256sum | cut -d' ' -f1)
+  desktop_env+=("DESKPILOT_TOKEN_SHA256=$token_sha256,$credential_sha256")
+fi
+
+# x11vnc: the display owner's home and X authority (with-x.sh waits for the display of that user's Xvfb).
+x11vnc_env=("${base[@]}" "HOME=$DESKPILOT_RUN_DIR/display" "TMPDIR=$DESKPILOT_RUN_DIR/display"
+  "DISPLAY=$DESKPILOT_DISPLAY" "XAUTHORITY=$display_xauthority" "DESKPILOT_XVFB_USER=$DESKPILOT_DESKTOP_RUNS_AS")
+
+# The desktop user's worker: the session's environment (the programs it starts inherit it) and the settings.
+hands_env=("${base[@]}" "${session_env[@]}" "${desktop_settings[@]}")
 
 # The task service and the agent loop: their settings, the providers' variables (deskpilot/config.py's
 # PROVIDERS), LiteLLM's, and how to reach the internet (proxies, CA certificates).
@@ -228,13 +272,13 @@ take '(ANTHROPIC|OPENAI|GEMINI|OPENROUTER)_(API_KEY|MODEL)' agent_env
 take '(HTTPS?|NO|ALL)_PROXY|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE' agent_env
 agent_env+=("${agent_home[@]}" "AGENT_PORT=$AGENT_PORT" "AGENT_DATABASE_URL=$AGENT_DATABASE_URL"
   "AGENT_DESKTOP_URL=http://127.0.0.1:$DESKTOP_PORT" "AGENT_DESKTOP_FILES_DIR=$DESKPILOT_HOME/Desktop")
-[[ -z $token ]] || agent_env+=("DESKPILOT_TOKEN=$token")
+[[ -z $token ]] || agent_env+=("DESKPILOT_TOKEN=$token" "AGENT_DESKTOP_TOKEN=$desktop_credential")
 
 ui_env=("${common[@]}")
 take 'UI_[A-Z0-9_]+' ui_env
 ui_env+=("${agent_home[@]}" "UI_PORT=$UI_PORT" "UI_DESKTOP_URL=http://127.0.0.1:$DESKTOP_PORT"
   "UI_AGENT_URL=http://127.0.0.1:$AGENT_PORT")
-[[ -z $token ]] || ui_env+=("DESKPILOT_TOKEN=$token")
+[[ -z $token ]] || ui_env+=("DESKPILOT_TOKEN=$token" "UI_DESKTOP_TOKEN=$desktop_credential")
 shopt -u nocasematch
 
 # write_env PROGRAM OWNER NAME=VALUE...: the program's whole environment (bash-quoted, for with-env.sh), 0600.
@@ -248,16 +292,18 @@ write_env() {
   mv -f "$tmp" "$file"
 }
 write_env desktop-api "$DESKPILOT_DESKTOP_RUNS_AS" "${desktop_env[@]}"
+write_env hands "$DESKPILOT_HANDS_RUNS_AS" "${hands_env[@]}"
+write_env x11vnc "$DESKPILOT_DESKTOP_RUNS_AS" "${x11vnc_env[@]}"
 write_env agent-api "$DESKPILOT_AGENT_RUNS_AS" "${agent_env[@]}"
 write_env ui "$DESKPILOT_AGENT_RUNS_AS" "${ui_env[@]}"
 
 log "display $DESKPILOT_DISPLAY, desktop :$DESKTOP_PORT (live view /vnc), agent :$AGENT_PORT," \
-  "UI :$UI_PORT on $DESKPILOT_HOST; session runs as $DESKPILOT_USER, desktop service as" \
-  "$DESKPILOT_DESKTOP_RUNS_AS, task service and UI as $DESKPILOT_AGENT_RUNS_AS, home $DESKPILOT_HOME"
+  "UI :$UI_PORT on $DESKPILOT_HOST; session and its worker run as $DESKPILOT_USER, display and desktop" \
+  "service as $DESKPILOT_DESKTOP_RUNS_AS, task service and UI as $DESKPILOT_AGENT_RUNS_AS, home $DESKPILOT_HOME"
 # supervisord's whole environment: the session's, and the settings supervisord.conf reads.
 conf_env=()
-for name in DESKPILOT_RUN_DIR DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_VENV \
-  DESKPILOT_STATE_DIR DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_AGENT_RUNS_AS DESKTOP_PORT AGENT_PORT UI_PORT DESKTOP_VNC_PORT; do
+for name in DESKPILOT_RUN_DIR DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_VENV DESKPILOT_STATE_DIR \
+  DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_HANDS_RUNS_AS DESKPILOT_AGENT_RUNS_AS DESKTOP_PORT AGENT_PORT UI_PORT; do
   conf_env+=("$name=${!name}")
 done
 exec env -i "${base[@]}" "${session_env[@]}" "${conf_env[@]}" \

@@ -14,6 +14,7 @@ set -euo pipefail
 
 DESKTOP_USER=${DESKTOP_USER:-user}
 AGENT_USER=${DESKPILOT_AGENT_USER:-deskpilot}
+DISPLAY_USER=${DESKPILOT_DISPLAY_USER:-deskpilot-display}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 runtime_packages=(
@@ -92,6 +93,13 @@ if ! id -u "$AGENT_USER" >/dev/null 2>&1; then
     --shell /usr/sbin/nologin "$AGENT_USER"
 fi
 as_root install -d -m 0700 -o "$AGENT_USER" -g "$(id -gn "$AGENT_USER")" /var/lib/deskpilot
+
+# The system user that owns the display: Xvfb, x11vnc and the desktop service, which drives the display and has
+# the desktop user's worker do what needs that user's rights. Neither user can signal, trace or read the other.
+if ! id -u "$DISPLAY_USER" >/dev/null 2>&1; then
+  as_root useradd --system --user-group --home-dir /nonexistent --no-create-home \
+    --shell /usr/sbin/nologin "$DISPLAY_USER"
+fi
 
 # rootfs/: the files the appliance adds to the system (browser and mail policies, ...), laid out as they land.
 # rootfs/home/user is the desktop user's skeleton: scripts/appliance.sh applies it on every start, into whichever

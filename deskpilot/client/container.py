@@ -2,7 +2,7 @@
 
 The engine ``scripts/docker-engine.sh`` starts has no bridge (it leaves the host's network alone), so the
 container shares the host's network: the appliance inside listens on free host ports (DESKTOP_PORT,
-AGENT_PORT, UI_PORT, DESKTOP_VNC_PORT), on loopback unless told otherwise, and its display number is one no X
+AGENT_PORT, UI_PORT), on loopback unless told otherwise, and its display number is one no X
 server of the host uses (the appliance's Xvfb opens no abstract socket, but other X servers of the host do):
 500-999, above the numbers native sandboxes and the test suite take. ``--rm`` with the image's anonymous
 volumes: stopping it leaves nothing behind.
@@ -68,7 +68,6 @@ class ImageAppliance(Endpoints):
     desktop_port: int = field(default_factory=free_port)
     agent_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
-    vnc_port: int = field(default_factory=free_port)
     # DESKPILOT_TOKEN; None: none given, so an appliance listening beyond loopback generates one
     token: str | None = field(default_factory=lambda: secrets.token_urlsafe(32))
     # the host's loopback only by default: the host's network is shared; "0.0.0.0" as the image ships
@@ -92,7 +91,6 @@ class ImageAppliance(Endpoints):
             "DESKTOP_PORT": str(self.desktop_port),
             "AGENT_PORT": str(self.agent_port),
             "UI_PORT": str(self.ui_port),
-            "DESKTOP_VNC_PORT": str(self.vnc_port),
             **({"DESKPILOT_TOKEN": self.token} if self.token else {}),
         }
         env = [arg for k, v in settings.items() for arg in ("-e", f"{k}={v}")]

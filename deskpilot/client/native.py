@@ -125,7 +125,6 @@ class NativeAppliance(Endpoints):
     desktop_port: int = field(default_factory=free_port)
     agent_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
-    vnc_port: int = field(default_factory=free_port)
     token: str | None = None  # DESKPILOT_TOKEN; None: a loopback appliance without one
     settings: dict[str, str] = field(default_factory=dict)  # more variables, e.g. AGENT_MODEL
     venv: Path | None = None
@@ -162,7 +161,6 @@ class NativeAppliance(Endpoints):
             "DESKTOP_PORT": str(self.desktop_port),
             "AGENT_PORT": str(self.agent_port),
             "UI_PORT": str(self.ui_port),
-            "DESKTOP_VNC_PORT": str(self.vnc_port),
             "DESKPILOT_HOME": str(self.home),
             "DESKPILOT_STATE_DIR": str(self.state_dir),
             "DESKPILOT_RUN_DIR": str(self.run_dir),

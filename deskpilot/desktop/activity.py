@@ -18,6 +18,7 @@ Reading a process tree costs ~10 µs a thread; a settle asks only when the scree
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +75,9 @@ class Work:
 
     pid: int
     before: set[int] = field(default_factory=set)
+    # those of the pids asleep on a timer: a wait channel is readable by the process's user (and root) only,
+    # so a service that is neither asks the desktop user's worker (hands.Hands.on_a_timer)
+    timers: Callable[[Collection[int]], set[int]] = field(default=lambda pids: set(filter(on_a_timer, pids)))
 
     @classmethod
     def of(cls, pid: int) -> Work | None:
@@ -85,7 +89,7 @@ class Work:
         if busy(pids):
             return True
         started = jobs(pids) - self.before
-        return bool(started) and any(_group(pid) in started and _on_a_timer(pid) for pid in pids)
+        return bool(started) and bool(self.timers([pid for pid in pids if _group(pid) in started]))
 
 
 def _group(pid: int) -> int:
@@ -94,7 +98,7 @@ def _group(pid: int) -> int:
     return 0
 
 
-def _on_a_timer(pid: int) -> bool:
+def on_a_timer(pid: int) -> bool:
     """Whether the process sleeps on a timer (hrtimer_nanosleep, do_nanosleep: sleep(1), time.sleep)."""
     with contextlib.suppress(OSError):
         return "nanosleep" in (PROC / str(pid) / "wchan").read_text()

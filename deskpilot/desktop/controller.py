@@ -15,22 +15,21 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-import pybase64
 
 from deskpilot.computer import actions
 from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop import activity, evidence
 from deskpilot.desktop import settle as settling
+from deskpilot.desktop.body import decode_data
 from deskpilot.desktop.capture import Image, tune_malloc
 from deskpilot.desktop.connections import Connections
 from deskpilot.desktop.damage import DamageWatcher
-from deskpilot.desktop.files import DesktopUser, FileStore, base64_size
+from deskpilot.desktop.files import DesktopUser
+from deskpilot.desktop.handsd import hands_for
 from deskpilot.desktop.input import Input
 from deskpilot.desktop.journal import Journal, outcome_of
 from deskpilot.desktop.keyboard import KeyboardActions
@@ -39,7 +38,7 @@ from deskpilot.desktop.outcome import Outcome
 from deskpilot.desktop.paste import PasteActions
 from deskpilot.desktop.reset import Reset
 from deskpilot.desktop.windows import WindowActions
-from deskpilot.errors import DesktopError, InvalidAction, TooLarge
+from deskpilot.errors import DesktopError
 
 __all__ = ["DesktopController", "Outcome"]
 
@@ -56,7 +55,7 @@ class DesktopController:
     def __init__(self, settings: DesktopSettings | None = None) -> None:
         self.settings = settings or DesktopSettings()
         self.user = DesktopUser.lookup(self.settings.user, self.settings.home)
-        self.files = FileStore(self.user, self.settings.files_dir, self.settings.max_file_bytes)
+        self.hands = hands_for(self.settings, self.user)
         self.connections = Connections(self.settings)
         # the display probe in flight: a hanging X server holds one worker thread, never more, never the loop
         self._probe: asyncio.Future[None] | None = None
@@ -64,8 +63,8 @@ class DesktopController:
         tune_malloc()
         shared = Input(self.connections)
         mouse, keyboard = MouseActions(shared), KeyboardActions(shared)
-        self.windows = WindowActions(shared, self.settings, self.user)
-        self.reset = Reset(shared, self.windows, self.files, self.settings.skeleton)
+        self.windows = WindowActions(shared, self.settings, self.hands)
+        self.reset = Reset(shared, self.windows, self.hands, self.settings.skeleton)
         self.journal = Journal(self.settings, lambda: self.capture().data, self.settle)
         self._handlers: dict[type[actions.Action], Handler] = {
             actions.MoveMouse: mouse.move_mouse,
@@ -120,7 +119,7 @@ class DesktopController:
     def close(self) -> None:
         self.journal.close()
         self.connections.close()
-        self.files.close()
+        self.hands.close()
 
     async def display_problem(self) -> str | None:
         """The /health probe of the display: None when it answers and is ours, else what is wrong."""
@@ -134,8 +133,9 @@ class DesktopController:
             return exc.message
         return None
 
-    def launched(self) -> dict[str, subprocess.Popen[bytes]]:
-        """Processes started by ``application`` (tests stop them; in the appliance they outlive requests)."""
+    def launched(self) -> dict[str, int]:
+        """The pids of the programs ``application`` started (tests stop them; in the appliance they outlive
+        requests)."""
         return dict(self.windows.launched)
 
     # ------------------------------------------------------------------ screen
@@ -228,9 +228,10 @@ class DesktopController:
         with self.connections.using() as x:
             wid = x.active_window() if isinstance(action, actions.Application) else next(iter(responders), 0)
             pid = x.window_pid(wid) if wid else 0
-        if jobs is not None and jobs[0] == pid:
-            return activity.Work(pid, jobs[1])
-        return activity.Work.of(pid)
+        if not pid:
+            return None
+        before = jobs[1] if jobs is not None and jobs[0] == pid else activity.jobs(activity.tree(pid))
+        return activity.Work(pid, before, self.hands.on_a_timer)
 
     def _responders(self, action: actions.Looks) -> tuple[bool, list[int]]:
         """Whether a keyboard action's keys had a window to go to (the X input focus is not None), and the
@@ -295,25 +296,16 @@ class DesktopController:
     # ------------------------------------------------------------------ files
     async def write_file(self, action: actions.WriteFile) -> Outcome:
         try:
-            data = self._decode(action.data)
-            target = await self.files.write(action.path, data, overwrite=action.overwrite)
+            data = decode_data(action, self.settings.max_file_bytes)  # the base64 is let go of here
+            target = await self.hands.write(action.path, data, overwrite=action.overwrite)
         except DesktopError as exc:
             exc.file_action = True
             raise
         return Outcome(message=f"File written to {target} ({len(data)} bytes)")
 
-    def _decode(self, b64: str) -> bytes:
-        limit = self.settings.max_file_bytes
-        if len(b64) > base64_size(limit) + 4:
-            raise TooLarge(f"the file is larger than the limit of {limit} bytes")
-        try:
-            return pybase64.b64decode(b64, validate=True)
-        except ValueError:
-            raise InvalidAction("data is not valid base64 (standard alphabet, with padding)") from None
-
     async def read_file(self, action: actions.ReadFile) -> Outcome:
         try:
-            return Outcome(file=await self.files.read(action.path))
+            return Outcome(file=await self.hands.read(action.path))
         except DesktopError as exc:
             exc.file_action = True
             raise

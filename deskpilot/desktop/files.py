@@ -38,6 +38,8 @@ T = TypeVar("T")
 
 # Threads per FileStore: file actions run concurrently, each on a thread with the user's rights.
 FILE_THREADS = 4
+# A write goes to a temporary file named so, then takes its name; ``FileStore.sweep`` finds the leftovers
+TEMPORARY_PREFIX = ".deskpilot-"
 # The store a file thread belongs to, set once its credentials are dropped (see ``_init_file_thread``).
 _file_thread = threading.local()
 
@@ -123,6 +125,18 @@ class FileStore:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    def sweep(self) -> int:
+        """Delete the temporary files of writes that were interrupted (the service killed mid-write) under the
+        home, links never followed; how many. Only at a start, before any write of this process."""
+        removed = 0
+        for directory, _, names in os.walk(self.user.home):
+            for name in names:
+                if name.startswith(TEMPORARY_PREFIX) and name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(directory, name))
+                        removed += 1
+        return removed
+
     def resolve(self, path: str) -> Path:
         p = self.user.home / path[2:] if path.startswith("~/") else Path(path)
         return Path(os.path.normpath(p if p.is_absolute() else self.root / p))
@@ -168,7 +182,7 @@ class FileStore:
                 if not overwrite:  # known before writing the data; _publish makes it certain
                     raise _conflict(target)
             # a short name: `.{name}.{hex}.tmp` passed NAME_MAX (255 bytes) for legal names of 242 and more
-            tmp = target.parent / f".deskpilot-{secrets.token_hex(8)}.tmp"
+            tmp = target.parent / f"{TEMPORARY_PREFIX}{secrets.token_hex(8)}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             try:
                 with os.fdopen(fd, "wb", closefd=True) as f:

@@ -14,25 +14,19 @@ A window's ``_NET_WM_PID`` is only waited for, never signalled: any client can w
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import filecmp
 import os
-import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import deskpilot
-from deskpilot.desktop.files import FileStore
+from deskpilot.desktop.hands import Hands
 from deskpilot.desktop.input import Input, poll
 from deskpilot.desktop.watchdog import bounded
 from deskpilot.desktop.windows import WindowActions
 from deskpilot.desktop.x11 import XConnection
 from deskpilot.errors import FileConflict, FileMissing
 
-HOME_DIRS = ("Desktop", "Documents", "Downloads")
 EXIT_TIMEOUT_S = 2.0  # for the programs to go once their display is gone
 # for each block of the reset's X calls (milliseconds when the server answers): past it a server that stopped
 # answering is a 504, not a request that hangs until its caller gives up
@@ -53,10 +47,10 @@ class ResetReport:
 
 
 class Reset:
-    def __init__(self, input: Input, windows: WindowActions, files: FileStore, skeleton: Path | None) -> None:
+    def __init__(self, input: Input, windows: WindowActions, hands: Hands, skeleton: Path | None) -> None:
         self.input = input
         self.windows = windows
-        self.files = files
+        self.hands = hands
         self.skeleton = skeleton or default_skeleton()
         self.x_timeout = X_TIMEOUT_S
 
@@ -71,7 +65,7 @@ class Reset:
                 await poll(lambda: self._no_windows(x), EXIT_TIMEOUT_S)
             await poll(lambda: not any(map(_running, pids)), EXIT_TIMEOUT_S)
         try:
-            removed = await self.files.as_user(home_to_skeleton, self.files.user.home, self.skeleton)
+            removed = await self.hands.reset_home(self.skeleton)
         except OSError as exc:
             raise FileConflict(f"the home could not be brought back to its skeleton: {exc}") from None
         return ResetReport(closed, removed, (time.perf_counter() - started) * 1000)
@@ -91,22 +85,9 @@ class Reset:
         return len(wids), pids
 
     async def _stop_launched(self) -> None:
-        procs = list(self.windows.launched.values())
+        pids = list(self.windows.launched.values())
         self.windows.launched.clear()
-        for proc in procs:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-        await asyncio.to_thread(_reap, procs)
-
-
-def _reap(procs: list[subprocess.Popen[bytes]]) -> None:
-    deadline = time.monotonic() + EXIT_TIMEOUT_S
-    for proc in procs:
-        try:
-            proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        await self.hands.stop(pids)
 
 
 def _running(pid: int) -> bool:
@@ -116,38 +97,3 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def home_to_skeleton(home: Path, skeleton: Path) -> int:
-    """Make ``home`` hold what ``skeleton`` holds and nothing else; how many entries were deleted. Links
-    are deleted as links, never followed."""
-    removed = _prune(home, skeleton, HOME_DIRS)
-    directories = [Path(d) for d in HOME_DIRS] + [
-        p.relative_to(skeleton) for p in skeleton.rglob("*") if p.is_dir()
-    ]
-    for directory in directories:
-        (home / directory).mkdir(mode=0o755, parents=True, exist_ok=True)
-    for source in skeleton.rglob("*"):
-        target = home / source.relative_to(skeleton)
-        if source.is_file() and not (target.is_file() and filecmp.cmp(source, target, shallow=False)):
-            shutil.copyfile(source, target)
-            target.chmod(source.stat().st_mode & 0o777)
-    return removed
-
-
-def _prune(directory: Path, skeleton: Path, keep: tuple[str, ...] = ()) -> int:
-    """Delete what ``skeleton`` lacks under ``directory``; the directories named in ``keep`` stay, emptied."""
-    removed = 0
-    for entry in os.scandir(directory):
-        model = skeleton / entry.name
-        if (model.is_dir() or entry.name in keep) and entry.is_dir(follow_symlinks=False):
-            removed += _prune(Path(entry.path), model)
-        elif model.is_file() and entry.is_file(follow_symlinks=False):
-            continue
-        elif entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
-            removed += 1
-        else:
-            os.unlink(entry.path)
-            removed += 1
-    return removed

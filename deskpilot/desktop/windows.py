@@ -3,28 +3,25 @@ running), or show the desktop."""
 
 from __future__ import annotations
 
-import subprocess
-
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop import apps
-from deskpilot.desktop.files import DesktopUser
+from deskpilot.desktop.hands import Hands
 from deskpilot.desktop.input import Input, poll
 from deskpilot.desktop.outcome import Outcome
-from deskpilot.desktop.session import as_desktop_user
 from deskpilot.desktop.x11 import XConnection
-from deskpilot.errors import ActionTimedOut, InvalidAction
+from deskpilot.errors import ActionTimedOut
 
 SHOW_DESKTOP_TIMEOUT_S = 5.0
 FOCUS_TIMEOUT_S = 10.0
 
 
 class WindowActions:
-    def __init__(self, input: Input, settings: DesktopSettings, user: DesktopUser) -> None:
+    def __init__(self, input: Input, settings: DesktopSettings, hands: Hands) -> None:
         self.input = input
         self.settings = settings
-        self.user = user
-        self.launched: dict[str, subprocess.Popen[bytes]] = {}
+        self.hands = hands
+        self.launched: dict[str, int] = {}  # application -> pid of the program we started
 
     async def application(self, action: actions.Application) -> Outcome:
         async with self.input.lock:
@@ -47,9 +44,9 @@ class WindowActions:
         with self.input.connections.using() as x:
             wid = _find_window(x, spec)
             if not wid:
-                proc = self.launched.get(name)
-                if proc is None or proc.poll() is not None:
-                    self.launched[name] = self._launch(spec)
+                pid = self.launched.get(name)
+                if pid is None or not await self.hands.alive(pid):
+                    self.launched[name] = await self.hands.launch(spec.argv)
                 found: list[int] = []
 
                 def appeared() -> bool:
@@ -72,23 +69,6 @@ class WindowActions:
             focus_timeout = min(timeout, FOCUS_TIMEOUT_S)
             if not await poll(focused, focus_timeout, interval=0.05):
                 raise ActionTimedOut(f"{name}'s window did not get the focus within {focus_timeout:g} s")
-
-    def _launch(self, spec: apps.AppSpec) -> subprocess.Popen[bytes]:
-        """Start a program as the desktop user (when the service runs as root) or as ourselves."""
-        launch = as_desktop_user(self.user, self.settings.display)
-        try:
-            return subprocess.Popen(
-                list(spec.argv),
-                env=launch.env,
-                cwd=launch.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                **launch.creds,
-            )
-        except OSError as exc:
-            raise InvalidAction(f"cannot start {spec.argv[0]}: {exc.strerror}; is it installed?") from None
 
 
 def _find_window(x: XConnection, spec: apps.AppSpec) -> int:

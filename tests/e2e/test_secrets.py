@@ -139,7 +139,12 @@ def test_only_the_task_service_holds_the_keys_and_only_it_and_the_ui_the_token(a
     ui = environ(psutil.Process(appliance.pid("ui")))
     assert ui.get("DESKPILOT_TOKEN") == token and leaks(str(ui), appliance) == ["DESKPILOT_TOKEN"]
     desktop = environ(psutil.Process(appliance.pid("desktop-api")))
-    assert desktop["DESKPILOT_TOKEN_SHA256"] == hashlib.sha256(token.encode()).hexdigest()
+    # the token's digest and the desktop credential's, which the task service and the UI present instead
+    token_digest, credential_digest = desktop["DESKPILOT_TOKEN_SHA256"].split(",")
+    assert token_digest == hashlib.sha256(token.encode()).hexdigest()
+    credential = agent["AGENT_DESKTOP_TOKEN"]
+    assert credential != token and ui["UI_DESKTOP_TOKEN"] == credential
+    assert credential_digest == hashlib.sha256(credential.encode()).hexdigest()
     assert "DESKPILOT_TOKEN" not in desktop
 
 
@@ -156,8 +161,8 @@ def test_no_process_of_the_desktop_side_holds_a_secret(appliance: Appliance) -> 
         time.sleep(0.1)
     r = appliance.computer("application", application="code_editor")
     assert r.status_code == 200, r.text[:300]
-    desktop_api = psutil.Process(appliance.pid("desktop-api"))
-    (editor,) = [p for p in desktop_api.children() if "geany" in cmdline(p)]
+    hands = psutil.Process(appliance.pid("hands"))  # the desktop user's worker starts the programs
+    (editor,) = [p for p in hands.children() if "geany" in cmdline(p)]
     app_env = environ(editor)
     assert app_env["XAUTHORITY"] and not [k for k in app_env if k.startswith("DESKPILOT_")]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 import time
 import uuid
@@ -28,7 +29,8 @@ from PIL import Image
 from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.scripted import Answer, Request, ScriptedModel, tool
 from tests.support.appliance import PROGRAMS
-from tests.support.container import HOME, ROOT, TOKEN_FILE, Container
+from tests.support.container import HOME, ROOT, RUN_DIR, TOKEN_FILE, Container
+from tests.support.probes import REACH, RFB
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(1200)]  # the first test waits for a cold build
 
@@ -151,7 +153,9 @@ def test_each_program_runs_as_its_user_with_only_its_own_variables(run: Run) -> 
     c = run.container
     pids = {p: int(c.supervisorctl("pid", p)) for p in PROGRAMS}
     users = {p: c.exec("stat", "-c", "%U", f"/proc/{pid}").strip() for p, pid in pids.items()}
-    own = {"agent-api": "deskpilot", "ui": "deskpilot"}
+    own = {"agent-api": "deskpilot", "ui": "deskpilot"} | dict.fromkeys(
+        ("xvfb", "x11vnc", "desktop-api"), "deskpilot-display"
+    )
     assert users == {p: own.get(p, "user") for p in PROGRAMS}
     denied = c.exec("cat", f"/proc/{pids['agent-api']}/environ", user="user", check=False)
     assert denied == "", "the desktop user read the task service's environment"
@@ -163,6 +167,22 @@ def test_each_program_runs_as_its_user_with_only_its_own_variables(run: Run) -> 
     assert "DESKPILOT_TOKEN_SHA256" in names["desktop-api"]
     for program in set(PROGRAMS) - set(own):
         assert not agent_only & names[program], program
+
+
+def test_the_desktop_user_reaches_neither_the_vnc_server_nor_the_display_side_processes(run: Run) -> None:
+    """With host networking every user of the host shares the loopback: x11vnc has no TCP port, and its socket
+    and the display side's processes are out of the desktop user's reach (tests/e2e/test_least_privilege.py
+    proves more of it natively)."""
+    c = run.container
+    x11vnc = int(c.supervisorctl("pid", "x11vnc"))
+    listening = [s for s in psutil.Process(c.host_pid(x11vnc)).net_connections("inet") if not s.raddr]
+    assert listening == []
+    rfb = json.loads(c.exec("python3", "-c", RFB, f"{RUN_DIR}/display/vnc.sock", user="user"))
+    assert rfb == {"connected": False, "error": "Permission denied"}
+    pids = [c.supervisorctl("pid", p).strip() for p in ("xvfb", "x11vnc", "desktop-api", "agent-api")]
+    seen = json.loads(c.exec("python3", "-c", REACH, *pids, user="user"))
+    refused = {"signal": "EPERM", "ptrace": "EPERM", "mem": "EACCES", "environ": "EACCES"}
+    assert all(r == refused for r in seen.values()), seen
 
 
 def test_the_screenshot_shows_the_xfce_desktop_with_its_launchers(run: Run) -> None:

@@ -34,7 +34,8 @@ def print_config(checkout: Path, **env: str) -> tuple[dict[str, str], str]:
 
 def test_a_checkout_every_user_can_read_runs_each_program_as_its_user() -> None:
     config, stderr = print_config(ROOT)
-    assert config["DESKPILOT_DESKTOP_RUNS_AS"] == "user"
+    assert config["DESKPILOT_HANDS_RUNS_AS"] == config["DESKPILOT_USER"] == "user"
+    assert config["DESKPILOT_DESKTOP_RUNS_AS"] == config["DESKPILOT_DISPLAY_USER"] == "deskpilot-display"
     assert config["DESKPILOT_AGENT_RUNS_AS"] == config["DESKPILOT_AGENT_USER"] == "deskpilot"
     assert "WARNING" not in stderr
 
@@ -47,10 +48,12 @@ def test_an_unreadable_checkout_falls_back_to_root_and_says_so(tmp_path: Path) -
     shutil.copytree(ROOT / "scripts", checkout / "scripts")
     shutil.copy(ROOT / "supervisord.conf", checkout)
     config, stderr = print_config(checkout)
-    assert config["DESKPILOT_DESKTOP_RUNS_AS"] == config["DESKPILOT_AGENT_RUNS_AS"] == "root"
+    runs_as = {config[f"DESKPILOT_{who}_RUNS_AS"] for who in ("HANDS", "DESKTOP", "AGENT")}
+    assert runs_as == {"root"}
     warning = " ".join(line.removeprefix("deskpilot: WARNING: ") for line in stderr.splitlines())
-    assert f"'user' and 'deskpilot' cannot read {checkout}" in warning
-    assert "the desktop service and Xvfb, the task service and the UI run as ROOT" in warning
+    assert f"'user' and 'deskpilot-display' and 'deskpilot' cannot read {checkout}" in warning
+    programs = "the desktop user's worker, the desktop service, Xvfb and x11vnc, the task service and the UI"
+    assert f"{programs} run as ROOT" in warning
 
 
 def test_defaults_are_the_production_ones_and_the_environment_overrides_them() -> None:

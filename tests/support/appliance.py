@@ -25,7 +25,18 @@ from deskpilot.scripted import ScriptedModel
 __all__ = ["PROGRAMS", "ROOT", "Appliance", "agent_secrets", "free_display", "model_settings"]
 
 ROOT = Path(__file__).resolve().parents[2]
-PROGRAMS = ("dbus", "xvfb", "xfwm4", "xfdesktop", "xfce4-panel", "x11vnc", "desktop-api", "agent-api", "ui")
+PROGRAMS = (
+    "dbus",
+    "xvfb",
+    "xfwm4",
+    "xfdesktop",
+    "xfce4-panel",
+    "x11vnc",
+    "hands",
+    "desktop-api",
+    "agent-api",
+    "ui",
+)
 
 
 def agent_secrets() -> dict[str, str]:
@@ -125,11 +136,15 @@ class Appliance(NativeAppliance):
         """Who appliance.sh decided runs each program: the desktop user, the services' system user, or root
         for a checkout one of them cannot read."""
         log = self.log.read_text(errors="replace")
-        m = re.search(r"session runs as (\S+), desktop service as (\S+), task service and UI as (\S+),", log)
+        m = re.search(
+            r"session and its worker run as (\S+), display and desktop service as (\S+), task service and UI "
+            r"as (\S+),",
+            " ".join(log.split()),
+        )
         assert m, f"no launcher line in the log:\n{self.log_tail()}"
-        session, desktop, agent = m.groups()
+        session, display, agent = m.groups()
         return (
             {p: session for p in PROGRAMS}
-            | dict.fromkeys(("xvfb", "desktop-api"), desktop)
+            | dict.fromkeys(("xvfb", "x11vnc", "desktop-api"), display)
             | dict.fromkeys(("agent-api", "ui"), agent)
         )

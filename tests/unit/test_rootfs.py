@@ -71,10 +71,12 @@ def supervisord_programs() -> dict[str, configparser.SectionProxy]:
     return {s.split(":", 1)[1]: parser[s] for s in parser.sections() if s.startswith("program:")}
 
 
-def test_the_session_and_the_desktop_service_run_as_the_desktop_user_the_others_as_the_system_user() -> None:
+def test_the_session_runs_as_the_desktop_user_the_display_and_the_services_as_system_users() -> None:
     users = {
-        "desktop-api": "%(ENV_DESKPILOT_DESKTOP_RUNS_AS)s",  # the desktop user, or root (appliance.sh)
+        "desktop-api": "%(ENV_DESKPILOT_DESKTOP_RUNS_AS)s",  # the display's owner, or root (appliance.sh)
         "xvfb": "%(ENV_DESKPILOT_DESKTOP_RUNS_AS)s",  # it attaches the desktop service's SHM segments
+        "x11vnc": "%(ENV_DESKPILOT_DESKTOP_RUNS_AS)s",  # its socket is in the display owner's directory
+        "hands": "%(ENV_DESKPILOT_HANDS_RUNS_AS)s",  # the desktop user, or root
         "agent-api": "%(ENV_DESKPILOT_AGENT_RUNS_AS)s",  # deskpilot, or root
         "ui": "%(ENV_DESKPILOT_AGENT_RUNS_AS)s",
     }
@@ -91,6 +93,7 @@ def test_every_program_restarts_and_logs_to_stdout() -> None:
         "xfdesktop",
         "xfce4-panel",
         "x11vnc",
+        "hands",
         "desktop-api",
         "agent-api",
         "ui",
@@ -111,16 +114,21 @@ def test_the_services_get_their_own_environment_and_x_clients_wait_for_the_displ
     parser.read(ROOT / "supervisord.conf")
     assert not [s for s in parser.sections() if parser.has_option(s, "environment")]
     programs = supervisord_programs()
-    for name in ("desktop-api", "agent-api", "ui"):
-        wrapper = f"%(ENV_DESKPILOT_RUN_DIR)s/with-env.sh %(ENV_DESKPILOT_RUN_DIR)s/env/{name}\n"
+    for name in ("desktop-api", "agent-api", "ui", "hands", "x11vnc"):
+        wrapper = f"%(ENV_DESKPILOT_RUN_DIR)s/with-env.sh %(ENV_DESKPILOT_RUN_DIR)s/env/{name}"
         assert programs[name]["command"].startswith(wrapper), name
-    for name in ("xfwm4", "xfdesktop", "xfce4-panel", "x11vnc"):
+    for name in ("xfwm4", "xfdesktop", "xfce4-panel"):
         assert programs[name]["command"].startswith("%(ENV_DESKPILOT_RUN_DIR)s/with-x.sh "), name
-    assert "-localhost" in programs["x11vnc"]["command"]
+    x11vnc = programs["x11vnc"]["command"].split()
+    assert "%(ENV_DESKPILOT_RUN_DIR)s/with-x.sh" in x11vnc
+    # no TCP listener at all: a Unix socket in the display owner's directory
+    assert {("-rfbport", "0"), ("-rfbportv6", "0")} <= set(itertools.pairwise(x11vnc))
+    assert x11vnc[x11vnc.index("-unixsock") + 1] == "%(ENV_DESKPILOT_RUN_DIR)s/display/vnc.sock"
     xvfb = programs["xvfb"]["command"].split()
     assert "1920x1080x24" in xvfb
     assert "-s 0 -dpms" in " ".join(xvfb)  # no screen saver, no power saving
-    assert xvfb[xvfb.index("-auth") + 1] == "%(ENV_XAUTHORITY)s"  # only cookie holders connect
+    # only cookie holders connect
+    assert xvfb[xvfb.index("-auth") + 1] == "%(ENV_DESKPILOT_RUN_DIR)s/display/Xauthority"
     assert {("-nolisten", "tcp"), ("-nolisten", "local")} <= set(itertools.pairwise(xvfb))
 
 

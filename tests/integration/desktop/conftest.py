@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -44,19 +45,29 @@ def wait_for(predicate: Callable[[], object], timeout: float = 10, what: str = "
     return wait_until(predicate, timeout, what=what)
 
 
-def stop_process(proc: subprocess.Popen) -> None:
-    """Stop a process and its session (programs started with start_new_session)."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
+def stop_process(proc: subprocess.Popen | int) -> None:
+    """Stop a process and its session (programs started with start_new_session): a Popen, or the pid of a
+    program the service launched (a child of this process, whose service runs in a thread)."""
+    if isinstance(proc, subprocess.Popen):
+        if proc.poll() is not None:
+            return
+        pid = proc.pid
+    else:
+        pid = proc
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    return
+            except ChildProcessError:  # reaped already (by its Popen), or not ours
+                if not Path(f"/proc/{pid}").exists():
+                    return
+            time.sleep(0.02)
 
 
 class XReader:

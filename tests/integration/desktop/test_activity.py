@@ -58,7 +58,8 @@ def test_a_tree_holds_the_process_and_its_descendants() -> None:
     proc = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"])
     try:
         wait_until(lambda: len(activity.tree(proc.pid)) == 3, 10)
-        assert not activity.busy(activity.tree(proc.pid))  # all asleep
+        # all asleep once each has reached its sleep (a process just forked is runnable for a moment)
+        assert wait_until(lambda: not activity.busy(activity.tree(proc.pid)), 10)
     finally:
         proc.kill()
         proc.wait()
@@ -97,5 +98,7 @@ def test_a_job_running_before_the_action_is_not_its_work(shell: tuple[int, int])
     pid, master = shell
     os.write(master, b"sleep 30\n")
     wait_until(lambda: activity.jobs(activity.tree(pid)), 5, what="sleep in the foreground")
+    # asleep: a process just forked is runnable (busy) for a moment, which is work of another kind
+    wait_until(lambda: not activity.busy(activity.tree(pid)), 5, what="sleep asleep")
     work = activity.Work.of(pid)  # taken before the next keys, with sleep running
     assert work is not None and not work.at_work()

@@ -25,16 +25,16 @@ def _switch(desktop: Desktop, identifier: str) -> None:
 
 
 def _runs_as_desktop_user(desktop: Desktop, identifier: str) -> None:
-    proc = desktop.controller.launched()[identifier]
+    pid = desktop.controller.launched()[identifier]
     if os.geteuid() == 0:
-        assert psutil.Process(proc.pid).uids().real == pwd.getpwnam(desktop.controller.settings.user).pw_uid
+        assert psutil.Process(pid).uids().real == pwd.getpwnam(desktop.controller.settings.user).pw_uid
 
 
 def test_started_programs_live_in_the_configured_home(desktop: Desktop, desktop_home: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("as root the service starts programs as the desktop user, in DESKTOP_HOME")
     _switch(desktop, "terminal")
-    process = psutil.Process(desktop.controller.launched()["terminal"].pid)
+    process = psutil.Process(desktop.controller.launched()["terminal"])
     assert process.environ()["HOME"] == str(desktop_home) and process.cwd() == str(desktop_home)
 
 
@@ -42,9 +42,9 @@ def test_application_launches_activates_and_shows_the_desktop(desktop: Desktop) 
     for identifier in ("terminal", "code_editor", "directory"):
         _switch(desktop, identifier)
         _runs_as_desktop_user(desktop, identifier)
-    pids = {k: p.pid for k, p in desktop.controller.launched().items()}
+    pids = desktop.controller.launched()
     _switch(desktop, "terminal")  # already running: activated, not launched again
-    assert desktop.controller.launched()["terminal"].pid == pids["terminal"]
+    assert desktop.controller.launched()["terminal"] == pids["terminal"]
     desktop.act(action="application", application="desktop")
     assert desktop.x.prop("_NET_SHOWING_DESKTOP", 6) == [1]  # 6 = CARDINAL
     _switch(desktop, "code_editor")

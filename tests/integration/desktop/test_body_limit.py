@@ -47,9 +47,9 @@ def test_a_body_at_the_limit_is_read(desktop: Desktop) -> None:
     try:
         r = desktop.post(action="write_file", path=name, data=data)
         assert r.status_code == 200, r.text
-        assert (desktop.controller.files.root / name).stat().st_size == MAX_FILE_BYTES
+        assert (desktop.controller.hands.root / name).stat().st_size == MAX_FILE_BYTES
     finally:
-        (desktop.controller.files.root / name).unlink(missing_ok=True)
+        (desktop.controller.hands.root / name).unlink(missing_ok=True)
 
 
 @pytest.fixture

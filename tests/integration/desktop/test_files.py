@@ -23,7 +23,7 @@ from tests.integration.desktop.conftest import Desktop
 def scratch(desktop: Desktop) -> Iterator[tuple[str, Path]]:
     """A unique name prefix in the service's files directory; whatever starts with it is removed after."""
     prefix = f"deskpilot-test-{uuid.uuid4().hex[:8]}"
-    root = desktop.controller.files.root
+    root = desktop.controller.hands.root
     yield prefix, root
     for path in root.glob(f"{prefix}*"):
         with contextlib.suppress(OSError):
@@ -103,7 +103,7 @@ def fsuids(pid: int) -> list[int]:
 
 def test_file_actions_run_side_by_side_on_the_desktop_users_threads(desktop: Desktop, scratch) -> None:
     prefix, root = scratch
-    big = os.urandom(desktop.controller.files.max_bytes)
+    big = os.urandom(desktop.controller.hands.max_bytes)
     (root / f"{prefix}-big.bin").write_bytes(big)
 
     def read_big(_: int) -> bytes:

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from deskpilot.config import DesktopSettings
-from deskpilot.desktop.reset import HOME_DIRS, X_TIMEOUT_S, default_skeleton
+from deskpilot.desktop.home import HOME_DIRS
+from deskpilot.desktop.reset import X_TIMEOUT_S, default_skeleton
 from tests.integration.desktop.conftest import PROBE, Desktop, XReader, serve
 from tests.support.desktop_files import private_files_dir
 from tests.support.security import BEARER, with_digest

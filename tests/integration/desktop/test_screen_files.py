@@ -47,8 +47,8 @@ def test_screenshot_options_downscale_and_change_the_format(desktop: Desktop, fm
 def desktop_dir(desktop: Desktop):
     """A unique directory in the service's files directory (removed afterwards)."""
     name = f"deskpilot-test-{uuid.uuid4().hex[:8]}"
-    yield name, desktop.controller.files.root / name
-    shutil.rmtree(desktop.controller.files.root / name, ignore_errors=True)
+    yield name, desktop.controller.hands.root / name
+    shutil.rmtree(desktop.controller.hands.root / name, ignore_errors=True)
 
 
 def test_files_round_trip_as_the_desktop_user_with_mode_0644(desktop: Desktop, desktop_dir) -> None:
