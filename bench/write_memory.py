@@ -28,10 +28,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.desktop_files import private_files_dir
-from tests.support.net import free_port, wait_http
+from tests.support.desktop_process import desktop_process, peak_rss
 from tests.support.xvfb import Display, start_xvfb
 
-ROOT = Path(__file__).resolve().parents[1]
 MiB = 1 << 20
 
 
@@ -43,25 +42,13 @@ class Service:
     files: Path
 
 
-def peak_rss(pid: int) -> int:
-    """The most resident memory the process has used so far (VmHWM), in bytes."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmHWM for {pid}")
-
-
 @contextmanager
 def service(display: Display, name: str, env: dict[str, str]) -> Iterator[Service]:
-    with private_files_dir() as files:
-        port = free_port()
-        argv = [sys.executable, "-m", "uvicorn", "--factory", "deskpilot.desktop.api:create_app"]
-        argv += ["--port", str(port), "--workers", "1", "--log-level", "warning"]
-        env = {"DESKTOP_DISPLAY": display.name, "DESKTOP_FILES_DIR": str(files), **env}
-        proc = display.spawn(argv, env=env, cwd=ROOT)
-        url = f"http://127.0.0.1:{port}"
-        wait_http(f"{url}/health")
-        yield Service(name, url, proc.pid, files)
+    with (
+        private_files_dir() as files,
+        desktop_process(display, DESKTOP_FILES_DIR=str(files), **env) as (url, pid),
+    ):
+        yield Service(name, url, pid, files)
 
 
 def body(path: str, encoded: bytes) -> bytes:

@@ -31,7 +31,7 @@ from deskpilot.desktop.damage import DamageWatcher
 from deskpilot.desktop.files import DesktopUser
 from deskpilot.desktop.handsd import hands_for
 from deskpilot.desktop.input import Input
-from deskpilot.desktop.journal import Journal, outcome_of
+from deskpilot.desktop.journal import Journal, failure, outcome_of
 from deskpilot.desktop.keyboard import KeyboardActions
 from deskpilot.desktop.mouse import MouseActions
 from deskpilot.desktop.outcome import Outcome
@@ -101,14 +101,8 @@ class DesktopController:
                 result = await self.observe(action, result, before, mark, jobs)
             outcome = "ok"
             return result
-        except DesktopError as exc:
-            outcome, error = str(exc.status), exc.message
-            raise
-        except asyncio.CancelledError:  # the client went away
-            outcome, error = "cancelled", "the client went away"
-            raise
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+        except BaseException as exc:  # a client that went away too (CancelledError)
+            outcome, error = failure(exc)
             raise
         finally:
             ms = (time.perf_counter() - started) * 1000

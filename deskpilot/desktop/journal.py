@@ -72,6 +72,15 @@ def weight(action: actions.Action | dict[str, Any]) -> int:
     return size + POINT_BYTES * (len(path) if isinstance(path, list) else 0) + 16 * len(keys or ())
 
 
+def failure(exc: BaseException) -> tuple[str, str]:
+    """The status and the error a request that raised ``exc`` is recorded (and logged) with."""
+    if isinstance(exc, DesktopError):
+        return str(exc.status), exc.message
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled", "the client went away"
+    return "500", f"{type(exc).__name__}: {exc}"
+
+
 def outcome_of(status: str, error: str | None = None) -> dict[str, Any]:
     """``{"ok": true}``, or the status ("400", "503", "cancelled" ...) and the error, short."""
     if status == "ok":
@@ -215,14 +224,8 @@ class Journal:
         try:
             yield details
             status = "ok"
-        except DesktopError as exc:
-            status, error = str(exc.status), exc.message
-            raise
-        except asyncio.CancelledError:  # the client went away
-            status, error = "cancelled", "the client went away"
-            raise
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+        except BaseException as exc:  # a client that went away too (CancelledError)
+            status, error = failure(exc)
             raise
         finally:
             outcome = outcome_of(status, error)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.appliance import PROGRAMS
+
 ROOT = Path(__file__).resolve().parents[2]
 SKEL = ROOT / "rootfs" / "home" / "user"
 LAUNCHERS = sorted((SKEL / "Desktop").glob("*.desktop"))
@@ -86,18 +88,7 @@ def test_the_session_runs_as_the_desktop_user_the_display_and_the_services_as_sy
 
 def test_every_program_restarts_and_logs_to_stdout() -> None:
     programs = supervisord_programs()
-    assert set(programs) == {
-        "dbus",
-        "xvfb",
-        "xfwm4",
-        "xfdesktop",
-        "xfce4-panel",
-        "x11vnc",
-        "hands",
-        "desktop-api",
-        "agent-api",
-        "ui",
-    }
+    assert set(programs) == set(PROGRAMS)
     for name, p in programs.items():
         assert p["autorestart"] == "true", name
         assert (p["stdout_logfile"], p["stdout_logfile_maxbytes"], p["redirect_stderr"]) == (

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import httpx
 from deskpilot.agent.executor import AgentExecutor
 from deskpilot.config import MODEL_VARIABLES, PROVIDERS, AgentSettings, TaskSettings
 from deskpilot.tasks.app import create_app
+from tests.support.groups import stop_group
 from tests.support.net import ServerThread, free_port, wait_http
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -170,9 +170,4 @@ def service_process(tmp_path: Path, **variables: str) -> Iterator[ServiceProcess
         wait_http(f"http://127.0.0.1:{port}/health", timeout=60)
         yield ServiceProcess(f"http://127.0.0.1:{port}", log)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc, timeout=15)

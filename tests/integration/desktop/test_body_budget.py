@@ -7,10 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,7 +22,8 @@ from deskpilot.desktop.api import create_app
 from deskpilot.desktop.body import SMALL_BODY, BodyBudget
 from tests.integration.desktop.conftest import MAX_FILE_BYTES
 from tests.support.desktop_files import private_files_dir
-from tests.support.net import ServerThread, free_port, wait_http
+from tests.support.desktop_process import desktop_process, peak_rss
+from tests.support.net import ServerThread
 from tests.support.security import security
 from tests.support.timing import wait_until
 from tests.support.xvfb import Display
@@ -184,47 +182,15 @@ def test_a_chunked_body_takes_its_share_once_past_one_mib(budgeted: Budgeted) ->
 # ------------------------------------------------------------------------------------ memory, measured
 
 
-def peak_rss(pid: int) -> int:
-    """The most resident memory the process has used so far (VmHWM), in bytes."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
-
-
 @pytest.fixture
 def big_files_service(display: Display, desktop_home: Path) -> Iterator[tuple[str, int, Path]]:
     """The desktop service in a process of its own (its memory is measured): files up to 24 MiB, a budget
     of 40 MiB (one such write's body, 32 MiB, at a time)."""
     with private_files_dir() as files:
-        port = free_port()
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "DESKTOP_DISPLAY": display.name,
-            "DESKTOP_HOME": str(desktop_home),
-            "DESKTOP_FILES_DIR": str(files),
-            "DESKTOP_MAX_FILE_BYTES": str(24 * MiB),
-            "DESKTOP_BODY_BUDGET_BYTES": str(40 * MiB),
-        }
-        command = [sys.executable, "-m", "uvicorn", "--factory", "deskpilot.desktop.api:create_app"]
-        proc = subprocess.Popen(
-            [*command, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-            cwd=ROOT,
-            env=env,
-            start_new_session=True,
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            wait_http(f"{url}/health/live")
-            yield url, proc.pid, files
-        finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        settings = {"DESKTOP_HOME": str(desktop_home), "DESKTOP_FILES_DIR": str(files)}
+        limits = {"DESKTOP_MAX_FILE_BYTES": str(24 * MiB), "DESKTOP_BODY_BUDGET_BYTES": str(40 * MiB)}
+        with desktop_process(display, **settings, **limits) as (url, pid):
+            yield url, pid, files
 
 
 def test_six_concurrent_big_writes_take_no_more_memory_than_one(big_files_service) -> None:

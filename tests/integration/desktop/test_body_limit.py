@@ -5,20 +5,17 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
 from deskpilot.desktop.files import max_request_bytes
 from tests.integration.desktop.conftest import MAX_FILE_BYTES, Desktop
-from tests.support.net import free_port, send_head, wait_http
+from tests.support.desktop_process import desktop_process, peak_rss
+from tests.support.net import send_head
 from tests.support.xvfb import Display
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -53,47 +50,15 @@ def test_a_body_at_the_limit_is_read(desktop: Desktop) -> None:
 
 
 @pytest.fixture
-def service(display: Display, desktop_home: Path, files_dir: Path) -> Iterator[tuple[str, psutil.Process]]:
+def service(display: Display, desktop_home: Path, files_dir: Path) -> Iterator[tuple[str, int]]:
     """The desktop service in a process of its own (its memory is measured), files limited to 1 MiB."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "DESKTOP_DISPLAY": display.name,
-        "DESKTOP_HOME": str(desktop_home),
-        "DESKTOP_FILES_DIR": str(files_dir),
-        "DESKTOP_MAX_FILE_BYTES": str(MAX_FILE_BYTES),
-    }
-    command = [sys.executable, "-m", "uvicorn", "--factory", "deskpilot.desktop.api:create_app"]
-    proc = subprocess.Popen(
-        [*command, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_http(f"{url}/health/live")
-        yield url, psutil.Process(proc.pid)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-def peak_rss(process: psutil.Process) -> int:
-    """The most resident memory the process has used so far (VmHWM), in bytes."""
-    for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
+    files = {"DESKTOP_HOME": str(desktop_home), "DESKTOP_FILES_DIR": str(files_dir)}
+    with desktop_process(display, **files, DESKTOP_MAX_FILE_BYTES=str(MAX_FILE_BYTES)) as (url, pid):
+        yield url, pid
 
 
 def test_chunked_oversize_bodies_are_cut_off_without_being_held(service) -> None:
-    url, process = service
+    url, pid = service
     size = 200 * MiB  # three of them at once took a service without the limit past 1.4 GiB
 
     def body() -> Iterator[bytes]:
@@ -108,11 +73,11 @@ def test_chunked_oversize_bodies_are_cut_off_without_being_held(service) -> None
                 f"{url}/computer-use", content=body(), headers={"Content-Type": "application/json"}
             )
 
-    before = peak_rss(process)
+    before = peak_rss(pid)
     with ThreadPoolExecutor(3) as pool:
         answers = list(pool.map(post, range(3)))
     for r in answers:
         assert "content-length" not in r.request.headers  # the bodies were sent chunked
         assert_too_large(r.status_code, r.json())
-    grown = peak_rss(process) - before
+    grown = peak_rss(pid) - before
     assert grown < 48 * MiB, f"the service's peak memory grew by {grown / MiB:.0f} MiB"
