@@ -140,7 +140,9 @@ def test_the_token_never_reaches_the_desktop_service(appliance: Appliance, tmp_p
     assert appliance.token
     name = f"least-privilege-{os.getpid()}.txt"
     files = {"files": (name, b"uploaded through the desktop credential", "text/plain")}
-    data = {"description": "least privilege: an upload"}
+    # a model of its own naming: the task runs (and fails, offline) after the upload, and the log it leaves
+    # must not hold the session's provider settings (tests/e2e/test_secrets.py reads it afterwards)
+    data = {"description": "least privilege: an upload", "model": "openai/least-privilege-probe"}
     url, headers = f"{appliance.agent_url}/tasks", appliance.headers
     r = httpx.post(url, data=data, files=files, headers=headers, timeout=30)
     assert r.status_code == 201, r.text[:300]
