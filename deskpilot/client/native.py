@@ -2,12 +2,15 @@
 whatever else runs here: a free display number, free ports, and a temporary home, state and run directory.
 
 Only the launcher's documented settings are used (docs/operations.md). It must run as root, as
-``make run`` does: supervisord starts each program as its own user. ``stop()`` stops supervisord as Ctrl-C
-would and reports (and kills) anything still running; ``cleanup()`` deletes the directories.
+``make run`` does: supervisord starts each program as its own user. The launcher runs under a small parent of
+its own (``reaper.py``), a child subreaper, so everything the appliance starts stays in that one tree and the
+caller's own processes are never touched. ``stop()`` stops supervisord as Ctrl-C would and reports (and
+kills) anything of the appliance's still running; ``cleanup()`` deletes the directories.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -24,7 +27,7 @@ from pathlib import Path
 import httpx
 
 import deskpilot
-from deskpilot.client import processes
+from deskpilot.client import processes, reaper
 
 CHECKOUT = Path(deskpilot.__file__).resolve().parent.parent
 LAUNCHER = Path("scripts") / "appliance.sh"
@@ -130,7 +133,6 @@ class NativeAppliance(Endpoints):
     venv: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
-    _before: set[int] = field(default_factory=set)
 
     @property
     def home(self) -> Path:
@@ -183,12 +185,16 @@ class NativeAppliance(Endpoints):
         if os.geteuid() != 0:
             raise ApplianceError("a native sandbox runs as root, as `make run` does (or give image= or url=)")
         self.base.chmod(0o755)  # the appliance's users must reach their directories below it
-        processes.hold_subreaper()
-        self._before = set(processes.descendants())
         self.started_at = time.monotonic()
+        self.leftovers.unlink(missing_ok=True)
+        reaper = [sys.executable, "-m", "deskpilot.client.reaper", str(self.leftovers), "--", str(launcher)]
+        # the reaper imports this very package, wherever it was imported from
+        package_root = str(Path(deskpilot.__file__).resolve().parent.parent)
+        env = self.env
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
-                [str(launcher)], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                reaper, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         return self
 
@@ -197,13 +203,14 @@ class NativeAppliance(Endpoints):
             return f"the appliance exited early:\n{self.log_tail()}"
         return None
 
+    @property
+    def leftovers(self) -> Path:
+        """Where the reaper lists what the appliance left running (``pid command line`` a line)."""
+        return self.base / "leftovers"
+
     def pids(self) -> list[int]:
-        """Every live process the appliance started: our descendants that were not there before, but those
-        whose environment names another appliance's run directory or another display (a D-Bus service
-        another session started, adopted by our subreaper when its parent went away)."""
-        owned = {"DESKPILOT_RUN_DIR": str(self.run_dir), "DISPLAY": self.display}
-        new = [p for p in processes.descendants() if p not in self._before]
-        return [p for p in new if not processes.foreign(p, owned)]
+        """Every live process the appliance started: the reaper's descendants, daemons it adopted included."""
+        return processes.descendants(self.proc.pid) if self.proc is not None else []
 
     def stop(self, timeout: float = 30) -> list[str]:
         """SIGTERM to supervisord, as Ctrl-C would; what was still alive after it (then killed)."""
@@ -213,23 +220,19 @@ class NativeAppliance(Endpoints):
         try:
             if self.proc.poll() is None:
                 self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    leftovers.append(f"supervisord still running after {timeout:g} s")
-            deadline = time.monotonic() + 10
-            while (alive := self.pids()) and time.monotonic() < deadline:
-                processes.reap()
-                time.sleep(0.1)
-            for pid in alive:
-                leftovers.append(processes.describe(pid))
-                processes.kill(pid)
-            if self.proc.poll() is None:
+            try:  # supervisord's stop, then what it left the reaper waits for and kills
+                self.proc.wait(timeout + reaper.LINGER_S)
+            except subprocess.TimeoutExpired:
+                leftovers.append(f"supervisord still running after {timeout:g} s")
+                alive = self.pids()
+                leftovers += map(processes.describe, alive)
                 os.killpg(self.proc.pid, signal.SIGKILL)
+                for pid in alive:
+                    processes.kill(pid)
                 self.proc.wait(5)
+            with contextlib.suppress(OSError):
+                leftovers += self.leftovers.read_text().splitlines()
         finally:
-            processes.reap()
-            processes.release_subreaper()
             self.proc = None
         return leftovers
 

@@ -1,42 +1,15 @@
 """The processes a sandbox started, read from /proc (Linux; no dependency).
 
-While a native sandbox runs, this process is a child subreaper: anything the appliance leaves running, even a
-daemon that double-forked, stays our descendant, so stopping it can prove nothing is left behind.
+A native sandbox's launcher runs under a child subreaper of its own (``reaper.py``): anything the appliance
+leaves running, even a daemon that double-forked, stays that process's descendant, so stopping it can prove
+nothing is left behind, and nothing of the caller's is mistaken for the appliance's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import threading
 from pathlib import Path
-
-PR_SET_CHILD_SUBREAPER = 36
-_lock = threading.Lock()
-_holders = 0  # sandboxes that need the subreaper on
-
-
-def _prctl_subreaper(on: bool) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
-
-
-def hold_subreaper() -> None:
-    global _holders
-    with _lock:
-        if _holders == 0:
-            _prctl_subreaper(True)
-        _holders += 1
-
-
-def release_subreaper() -> None:
-    global _holders
-    with _lock:
-        _holders = max(0, _holders - 1)
-        if _holders == 0:
-            _prctl_subreaper(False)
 
 
 def _stat(pid: int) -> tuple[int, str] | None:
@@ -67,24 +40,6 @@ def descendants(root: int | None = None) -> list[int]:
     return sorted(out)
 
 
-def environment(pid: int) -> dict[str, str]:
-    """A process's environment as it started (empty when it cannot be read: gone, or not ours to read)."""
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return {}
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
-
-
-def foreign(pid: int, owned: dict[str, str]) -> bool:
-    """Whether a process's environment names another value for one of ``owned`` (another appliance's run
-    directory or display): a process another appliance, or a test's own display, started, which this
-    subreaper adopted when its parent went away."""
-    env = environment(pid)
-    return any(name in env and env[name] != value for name, value in owned.items())
-
-
 def describe(pid: int) -> str:
     """``pid command line`` for a report, as far as it can still be read."""
     try:
@@ -100,7 +55,7 @@ def kill(pid: int) -> None:
 
 
 def reap() -> None:
-    """Collect the zombies among our children (orphans we adopted as the subreaper)."""
+    """Collect the zombies among our children (orphans the reaper adopted)."""
     for entry in os.listdir("/proc"):
         if entry.isdigit() and (found := _stat(int(entry))) and found[0] == os.getpid() and found[1] == "Z":
             with contextlib.suppress(ChildProcessError):

@@ -36,6 +36,21 @@ def test_a_native_sandbox_leaves_nothing_behind() -> None:
             httpx.get(f"{url}/health", timeout=2)
 
 
+def test_a_sandbox_never_touches_the_callers_own_processes() -> None:
+    """Programs the caller starts while a sandbox runs keep running after it stops, and keep their parent:
+    their exit status is the caller's to collect."""
+    with deskpilot.sandbox() as box:
+        assert box.desktop.health()["status"] == "ok"
+        lasting = subprocess.Popen(["sleep", "300"])
+        failing = subprocess.Popen(["sh", "-c", "sleep 0.5; exit 3"])
+    try:
+        assert lasting.poll() is None, "the sandbox's stop killed a process of the caller's"
+        assert failing.wait(10) == 3
+    finally:
+        lasting.kill()
+        lasting.wait()
+
+
 def test_attaching_by_url_starts_and_stops_nothing(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DESKPILOT_TOKEN", box.token or "")
     with deskpilot.sandbox(url=box.desktop_url, agent_url=box.agent_url) as attached:

@@ -1,0 +1,31 @@
+"""The native sandbox's reaper (deskpilot/client/reaper.py) on real processes: the command's exit status
+passes through, and a daemon the command left behind (double-forked, so adopted by the reaper) is ended and
+listed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from deskpilot.client import processes
+
+
+def reap(tmp_path: Path, script: str) -> tuple[int, list[str]]:
+    leftovers = tmp_path / "leftovers"
+    argv = [sys.executable, "-m", "deskpilot.client.reaper", "--linger", "1", str(leftovers), "--"]
+    argv += ["sh", "-c", script]
+    done = subprocess.run(argv, timeout=60)
+    return done.returncode, leftovers.read_text().splitlines()
+
+
+def test_the_commands_status_passes_through_and_nothing_is_left(tmp_path: Path) -> None:
+    assert reap(tmp_path, "exit 3") == (3, [])
+
+
+def test_a_daemon_the_command_left_is_adopted_ended_and_listed(tmp_path: Path) -> None:
+    before = set(processes.descendants(1))
+    code, left = reap(tmp_path, "(setsid sleep 300 &) ; exit 0")  # the sleep's parent exits at once
+    assert code == 0
+    assert len(left) == 1 and left[0].split(" ", 1)[1] == "sleep 300", left
+    assert int(left[0].split()[0]) not in set(processes.descendants(1)) - before  # killed
