@@ -53,8 +53,8 @@ bench/mcp-ts/node_modules: bench/mcp-ts/package-lock.json
 	npm ci --prefix bench/mcp-ts --no-audit --no-fund
 	@touch $@
 
-helm-lint: system-test $(STAMP) $(HELM) ## lint the Helm chart and validate what it renders (tests/integration/test_helm.py)
-	$(VENV)/bin/pytest -q tests/integration/test_helm.py
+helm-lint: system-test $(STAMP) $(HELM) ## lint the Helm chart and validate what it renders (tests/integration/test_helm*.py)
+	$(VENV)/bin/pytest -q tests/integration/test_helm.py tests/integration/test_helm_fleet.py tests/integration/test_helm_metrics.py
 
 lint: $(STAMP) ## ruff, ruff format check, mypy --strict, shellcheck
 	$(VENV)/bin/ruff check .

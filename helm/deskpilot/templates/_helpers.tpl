@@ -36,6 +36,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if and (include "deskpilot.fleet" .) (not (include "deskpilot.databaseSecret" .)) -}}
 {{- fail "a fleet (desktops.replicas > 1 or autoscaling) shares one queue on PostgreSQL: set database.url, database.existingSecret or postgresql.enabled" -}}
 {{- end -}}
+{{- if not (has .Values.desktops.autoscaling.trigger (list "postgresql" "prometheus")) -}}
+{{- fail "desktops.autoscaling.trigger: postgresql (the queue's database) or prometheus (a Prometheus query)" -}}
+{{- end -}}
+{{- if and .Values.desktops.autoscaling.enabled (eq .Values.desktops.autoscaling.trigger "prometheus") (not .Values.desktops.autoscaling.prometheus.serverAddress) -}}
+{{- fail "desktops.autoscaling.trigger prometheus asks a Prometheus: set desktops.autoscaling.prometheus.serverAddress" -}}
+{{- end -}}
 {{- if and (include "deskpilot.fleet" .) .Values.ingress.mcp -}}
 {{- fail "ingress.mcp routes /mcp to the one desktop; in a fleet, MCP clients reach each desktop at its stable name (<release>-desktop-N.<release>-desktops.<namespace>.svc:9990/mcp)" -}}
 {{- end -}}
@@ -148,4 +154,15 @@ Deployment). Off (one desktop, the default): one pod runs everything. */}}
 {{- define "deskpilot.checksums" -}}
 checksum/secret: {{ include (print $.Template.BasePath "/secret.yaml") . | sha256sum }}
 checksum/auth: {{ include (print $.Template.BasePath "/auth-secret.yaml") . | sha256sum }}
+{{- end -}}
+
+{{/* The job label of one kind of service's targets ("desktop", "tasks" or "ui": the ServiceMonitors set it to
+their own names), and the PromQL selector of this release's series of that kind, for the alerts, the dashboard's
+defaults and KEDA's query. Call with (dict "root" $ "kind" "tasks"). */}}
+{{- define "deskpilot.metricsJob" -}}
+{{ include "deskpilot.fullname" .root }}-{{ .kind }}
+{{- end -}}
+
+{{- define "deskpilot.metricsSelector" -}}
+namespace="{{ .root.Release.Namespace }}", job="{{ include "deskpilot.metricsJob" . }}"
 {{- end -}}
