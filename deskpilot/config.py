@@ -303,3 +303,12 @@ class SecuritySettings(BaseSettings):
 
     def token_value(self) -> str | None:
         return self.token.get_secret_value() if self.token and self.auth == "on" else None
+
+
+class MetricsSettings(BaseSettings):
+    """Prometheus metrics, one switch for the three services (docs/operations.md#metrics)."""
+
+    model_config = SettingsConfigDict(env_prefix="DESKPILOT_", extra="ignore")
+
+    # "off": no GET /metrics (404) and nothing recorded (the overhead bench compares the two)
+    metrics: Literal["on", "off"] = "on"

@@ -6,7 +6,12 @@ A service calls ``configure()`` when its app is created; uvicorn's own loggers (
 through the same handler. Fields come from ``extra={...}``. ``DESKPILOT_LOG_FORMAT=json`` writes one JSON
 object per line instead; ``DESKPILOT_LOG_LEVEL`` sets the level (default INFO). Every value of an
 environment variable that names a secret (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``, and the
-password in ``DATABASE_URL``) is replaced by ``***`` wherever it would appear in a line.
+password in ``DATABASE_URL``, the values of ``OTEL_EXPORTER_OTLP_HEADERS``) is replaced by ``***`` wherever it
+would appear in a line.
+
+A line about a task carries its id (``task=``): a record emitted while the worker runs a task (inside
+``about_task``) gets it when its ``extra`` does not name one. A record emitted inside a span, when traces are
+on (``deskpilot.tracing``), carries ``trace_id`` and ``span_id``.
 
 A credential sent in a URL (``?token=...``, ``?api_key=...``: any query parameter whose name says token, key,
 secret, password, auth, session, signature or credential) is replaced by ``***`` too, whatever its value:
@@ -22,11 +27,15 @@ import os
 import re
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote, unquote_plus
 
 import orjson
+
+from deskpilot import tracing
 
 # Attributes every LogRecord has; anything else on a record came from ``extra`` and is a field.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
@@ -42,6 +51,20 @@ _QUERY_PARAM = re.compile(r"(?<=[?&])([^=&#\s\"\\]+)=([^&#\s\"\\]*)")
 _SECRET_PARAM = re.compile(r"token|key|secret|passw|pwd|auth|session|sig|credential|jwt", re.IGNORECASE)
 # uvicorn's access lines and its WebSocket lines (on its error logger), httpx's request lines: URLs.
 URL_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx")
+# OpenTelemetry's exporter headers (a tracing backend's credential): ``name=value,name=value``
+_OTLP_HEADERS = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+# The task a record is about, when its ``extra`` does not say (``about_task``).
+_TASK: ContextVar[str | None] = ContextVar("deskpilot_log_task", default=None)
+
+
+@contextmanager
+def about_task(task_id: str) -> Iterator[None]:
+    """Every record emitted inside (and in the asyncio tasks started inside) is about ``task_id``."""
+    token = _TASK.set(task_id)
+    try:
+        yield
+    finally:
+        _TASK.reset(token)
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
@@ -52,6 +75,11 @@ def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     for k in ("DATABASE_URL", "AGENT_DATABASE_URL"):
         if m := _URL_PASSWORD.search(env.get(k, "")):
             found.add(m.group(1))
+    for k in _OTLP_HEADERS:
+        raw = env.get(k, "")
+        values = [unquote(pair.partition("=")[2]).strip() for pair in raw.split(",")] if raw else []
+        # a value whole (``Bearer abc...``) and its last word (``abc...``), as either may reach a line
+        found.update(v for v in (raw, *values, *(v.split()[-1] for v in values if v)) if len(v) >= 6)
     return sorted(found, key=len, reverse=True)
 
 
@@ -62,7 +90,8 @@ def _redact_param(match: re.Match[str]) -> str:
 
 def redact_query(text: str) -> str:
     """``text`` with the value of every query parameter whose name says it holds a credential as ``***``."""
-    return _QUERY_PARAM.sub(_redact_param, text) if "=" in text else text
+    # a parameter follows "?" or "&": most lines (fields are key=value) have neither, and skip the regex
+    return _QUERY_PARAM.sub(_redact_param, text) if "=" in text and ("?" in text or "&" in text) else text
 
 
 def _redacted(value: Any) -> Any:
@@ -105,6 +134,10 @@ class Formatter(logging.Formatter):
             for k, v in vars(record).items()
             if k not in _STANDARD and k not in _FOREIGN and not k.startswith("_")
         }
+        if "task" not in fields and (task := _TASK.get()) is not None:
+            fields["task"] = task
+        for k, v in tracing.log_fields().items():
+            fields.setdefault(k, v)
         message = record.getMessage()
         if record.exc_info:
             message += "\n" + self.formatException(record.exc_info)

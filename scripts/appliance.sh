@@ -231,6 +231,10 @@ base=()
 take 'PATH|LANG|LANGUAGE|LC_[A-Z_]+|TZ|PYTHONUNBUFFERED' base
 common=("${base[@]}")
 take 'DESKPILOT_LOG_(FORMAT|LEVEL)' common
+take 'DESKPILOT_METRICS' common  # off: no GET /metrics on any service (docs/operations.md#metrics)
+# OpenTelemetry's standard variables (traces, deskpilot/tracing.py): the endpoint, the exporter's headers, the
+# service name and resource attributes, the sampler. Unset, no service exports anything.
+take 'OTEL_[A-Z0-9_]+' common
 # uvicorn believes X-Forwarded-For only from these addresses (its default, loopback, would let any program of the
 # desktop pick the address the UI's login throttle counts it under): none unless a reverse proxy is named.
 common+=("FORWARDED_ALLOW_IPS=${DESKPILOT_TRUSTED_PROXIES:-}")

@@ -34,6 +34,7 @@ test_packages=(
   python3-gi gir1.2-gtk-3.0  # tests/integration/desktop/probe_gtk.py: a GTK window, which answers _NET_WM_PING (Tk does not)
   scrot imagemagick  # bench/peers.py: the screenshot commands of Anthropic's reference demo
   ffmpeg  # GET /tasks/{id}/trajectory?video=true, which the image has it only when built with DESKPILOT_VIDEO=1
+  prometheus  # promtool checks each /metrics; tests/e2e/test_metrics.py scrapes a booted appliance with it
 )
 if [[ "${DESKPILOT_VIDEO:-0}" == 1 ]]; then runtime_packages+=(ffmpeg); fi
 

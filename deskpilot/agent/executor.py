@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from opentelemetry import trace
 from pydantic import ValidationError
 
 from deskpilot.agent.computer import Computer, DesktopDown, ToolOutcome
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from deskpilot.tasks.models import Message, Summary, Task
 
 log = logging.getLogger(__name__)
+tracer = trace.get_tracer(__name__)
 
 FINAL_STATUS = {
     "completed": TaskStatus.COMPLETED,
@@ -167,6 +169,7 @@ class Run:
             return
         if task.model is None:  # record which model ran it
             task = await self.ctx.update(model=route.name)
+        trace.get_current_span().set_attribute("deskpilot.model", route.name)  # the worker's task span
         log.info("agent run started", extra={"task": self.task_id, "model": route.name})
         try:
             await self._loop(task)
@@ -182,58 +185,59 @@ class Run:
         await self.ctx.add_message([text_block("The screen now:"), image_block(shot)], role=USER)
         context_tokens = 0
         while True:
-            step = Step()
-            t0 = time.perf_counter()
-            if reason := self.budget.exceeded():
-                await self._needs_help(reason)
-                return
-            if context_tokens >= self.settings.summarize_at * window:
-                if not await self._summarise(task):
+            with tracer.start_as_current_span("step", attributes={"deskpilot.step": self.budget.steps + 1}):
+                step = Step()
+                t0 = time.perf_counter()
+                if reason := self.budget.exceeded():
+                    await self._needs_help(reason)
                     return
-                context_tokens = 0
-            messages = await self._context(task)
-            t1 = time.perf_counter()
-            try:
-                reply = await self.llm.complete(messages, self.tools, model=task.model)
-            except LLMError as exc:
-                await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
-                return
-            t2 = time.perf_counter()
-            # servers that report no usage (some local ones) still get budgets and summaries
-            used = reply.usage.total or estimate_tokens(messages)
-            self.budget.spend(used)
-            context_tokens = used
-            blocks = reply.blocks or [text_block("(empty answer)")]
-            # the reply is stored while its tools run (a DB write saved from every step's latency)
-            saving = asyncio.create_task(
-                self.ctx.add_message(blocks, role=ASSISTANT, tokens=self._tokens(reply))
-            )
-            uses = reply.tool_uses
-            if not uses:  # a question for the human, never a silent retry
-                await saving
-                step.llm, step.total = t2 - t1, time.perf_counter() - t0
+                if context_tokens >= self.settings.summarize_at * window:
+                    if not await self._summarise(task):
+                        return
+                    context_tokens = 0
+                messages = await self._context(task)
+                t1 = time.perf_counter()
+                try:
+                    reply = await self.llm.complete(messages, self.tools, task.model, self.ctx.model_call)
+                except LLMError as exc:
+                    await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
+                    return
+                t2 = time.perf_counter()
+                # servers that report no usage (some local ones) still get budgets and summaries
+                used = reply.usage.total or estimate_tokens(messages)
+                self.budget.spend(used)
+                context_tokens = used
+                blocks = reply.blocks or [text_block("(empty answer)")]
+                # the reply is stored while its tools run (a DB write saved from every step's latency)
+                saving = asyncio.create_task(
+                    self.ctx.add_message(blocks, role=ASSISTANT, tokens=self._tokens(reply))
+                )
+                uses = reply.tool_uses
+                if not uses:  # a question for the human, never a silent retry
+                    await saving
+                    step.llm, step.total = t2 - t1, time.perf_counter() - t0
+                    self._log_step(step, uses, used)
+                    await self.ctx.update(status=TaskStatus.NEEDS_HELP)
+                    return
+                t3 = time.perf_counter()
+                try:
+                    results, final, tripped = await self._run_tools(uses)
+                finally:
+                    await saving
+                t4 = time.perf_counter()
+                await self.ctx.add_message(results, role=USER)
+                t5 = time.perf_counter()
+                step.llm, step.tools = t2 - t1, t4 - t3
+                step.total = t5 - t0
+                step.store = step.total - step.llm - step.tools
+                self.executor.steps.append(step)
                 self._log_step(step, uses, used)
-                await self.ctx.update(status=TaskStatus.NEEDS_HELP)
-                return
-            t3 = time.perf_counter()
-            try:
-                results, final, tripped = await self._run_tools(uses)
-            finally:
-                await saving
-            t4 = time.perf_counter()
-            await self.ctx.add_message(results, role=USER)
-            t5 = time.perf_counter()
-            step.llm, step.tools = t2 - t1, t4 - t3
-            step.total = t5 - t0
-            step.store = step.total - step.llm - step.tools
-            self.executor.steps.append(step)
-            self._log_step(step, uses, used)
-            if final is not None:
-                await self._finish(final)
-                return
-            if tripped:
-                await self._needs_help(tripped)
-                return
+                if final is not None:
+                    await self._finish(final)
+                    return
+                if tripped:
+                    await self._needs_help(tripped)
+                    return
 
     async def _run_tools(
         self, uses: list[dict[str, Any]]
@@ -290,13 +294,16 @@ class Run:
             await self.ctx.update(status=status)
 
     def _log_step(self, step: Step, uses: list[dict[str, Any]], tokens: int) -> None:
-        """One line per step: names and timings only (arguments and screenshots stay in the database)."""
+        """One line per step: names and timings only (arguments and screenshots stay in the database); the
+        same on the step's span."""
+        tools = ",".join(use["name"] for use in uses) or "none"
+        trace.get_current_span().set_attributes({"deskpilot.tools": tools, "deskpilot.tokens": tokens})
         log.info(
             "agent step",
             extra={
                 "task": self.task_id,
                 "step": self.budget.steps,
-                "tools": ",".join(use["name"] for use in uses) or "none",
+                "tools": tools,
                 "llm_ms": round(step.llm * 1000, 1),
                 "tools_ms": round(step.tools * 1000, 1),
                 "step_ms": round(step.total * 1000, 1),
@@ -357,7 +364,7 @@ class Run:
         messages = await self._context(task)
         messages.append({"role": "user", "content": SUMMARY_PROMPT})
         try:
-            reply = await self.llm.complete(messages, None, model=task.model)
+            reply = await self.llm.complete(messages, None, task.model, self.ctx.model_call)
         except LLMError as exc:
             await self.ctx.update(status=TaskStatus.FAILED, error=exc.message)
             return False

@@ -16,19 +16,24 @@ import asyncio
 import json
 import logging
 import random
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 import httpx
 
+from deskpilot import tracing
 from deskpilot.agent.litellm_loader import litellm_module
 from deskpilot.config import PROVIDERS, AgentSettings, Provider, no_model_message
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT_WINDOW = 128_000
+# Told of each attempt at a call: (model, outcome, seconds, (prompt tokens, completion tokens)), outcome "ok",
+# "transient" (retried, or the last of the retries) or "rejected"; the agent passes TaskContext.model_call.
+CallObserver = Callable[[str, str, float, tuple[int, int]], None]
 
 
 # ----------------------------------------------------------------------------------------------- errors
@@ -45,13 +50,19 @@ class LLMError(Exception):
 class NoProvider(LLMError):
     """No proxy URL and no provider key: nothing to call."""
 
+    outcome = "no_provider"  # of its span (deskpilot.tracing.model_call), as those below
+
 
 class LLMUnavailable(LLMError):
     """Transient failures (rate limit, 5xx, connection, time-out) that outlasted every retry."""
 
+    outcome = "unavailable"
+
 
 class LLMRejected(LLMError):
     """The provider refused the request (bad key, unknown model, invalid request): retrying won't help."""
+
+    outcome = "rejected"
 
 
 # ---------------------------------------------------------------------------------------------- routing
@@ -244,8 +255,23 @@ class LLM:
         messages: Sequence[dict[str, Any]],
         tools: Sequence[dict[str, Any]] | None = None,
         model: str | None = None,
+        observe: CallObserver | None = None,
     ) -> Reply:
-        """One chat completion, retried with exponential back-off on transient errors."""
+        """``_complete`` in its span, ``model.call``: the model, the tokens, the outcome, the latency."""
+        with tracing.model_call(self.route(model).name) as call:
+            reply = await self._complete(messages, tools, model, observe)
+            call.replied(reply.usage.prompt_tokens, reply.usage.completion_tokens)
+            return reply
+
+    async def _complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        model: str | None,
+        observe: CallObserver | None,
+    ) -> Reply:
+        """One chat completion, retried with exponential back-off on transient errors; ``observe`` is told
+        of each attempt (the service's metrics)."""
         route = self.route(model)
         settings = self.settings
         kwargs: dict[str, Any] = {
@@ -260,11 +286,14 @@ class LLM:
         litellm = await litellm_module()
         attempts = settings.llm_retries + 1
         for attempt in range(attempts):
+            started = time.monotonic()
             try:
                 response = await litellm.acompletion(**kwargs)
-                return parse_reply(response, route.name)
+                reply = parse_reply(response, route.name)
             except Exception as exc:
-                if not _is_transient(litellm, exc):
+                transient = _is_transient(litellm, exc)
+                _tell(observe, route.name, "transient" if transient else "rejected", started)
+                if not transient:
                     raise LLMRejected(f"{route.name}: {_short(exc)}") from exc
                 if attempt == attempts - 1:
                     raise LLMUnavailable(
@@ -276,6 +305,9 @@ class LLM:
                     extra={"model": route.name, "error": _short(exc), "retry": attempt + 1, "delay_s": delay},
                 )
                 await asyncio.sleep(delay)
+            else:
+                _tell(observe, route.name, "ok", started, reply.usage)
+                return reply
         raise AssertionError("unreachable")
 
     # -------------------------------------------------------------------------------------- model list
@@ -347,6 +379,14 @@ def _litellm_context_window(litellm: ModuleType, route: Route) -> int:
     except Exception:
         return DEFAULT_CONTEXT_WINDOW
     return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+
+
+def _tell(
+    observe: CallObserver | None, model: str, outcome: str, started: float, usage: Usage | None = None
+) -> None:
+    if observe is not None:
+        tokens = (usage.prompt_tokens, usage.completion_tokens) if usage is not None else (0, 0)
+        observe(model, outcome, time.monotonic() - started, tokens)
 
 
 def _short(exc: BaseException) -> str:

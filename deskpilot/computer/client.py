@@ -7,7 +7,9 @@ model's default are not sent. An error answer, or none, raises ``DesktopClientEr
 when the service is unreachable) and the service's message. ``token`` is the appliance's
 ``DESKPILOT_TOKEN``, sent as ``Authorization: Bearer`` (never in a URL). The task service's worker and the
 agent loop use ``AsyncDesktop`` too: there is one desktop client; ``acting_for(task_id)`` labels its requests
-as the agent's, for that task, in the desktop's journal.
+as the agent's, for that task, in the desktop's journal. When a service has switched traces on
+(``deskpilot.tracing``), each ``AsyncDesktop`` POST is a ``desktop.action`` span whose context goes with the
+request (W3C ``traceparent``), so the desktop's span of it is its child.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from pydantic_core import PydanticUndefined
 from deskpilot.computer.actions import ACTION_MODELS, parse_action
 from deskpilot.computer.client_actions import Actions, AsyncActions, Result
 from deskpilot.errors import ClientError, InvalidAction, error_detail
+from deskpilot.tracing import desktop_action
+from deskpilot.tracing import on as traces_on
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT = 60.0
@@ -111,11 +115,20 @@ class AsyncDesktop(AsyncActions):
         await self.aclose()
 
     async def _post(self, path: str, body: dict[str, Any], what: str) -> dict[str, Any]:
+        if traces_on():
+            with desktop_action(what) as call:
+                r = await self._send(path, body, call.headers(self._json))
+                call.answered(r.status_code)
+                result = answer(r, what)
+                call.settled(result)
+                return result
+        return answer(await self._send(path, body, self._json), what)
+
+    async def _send(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
         try:
-            r = await self._client.post(path, content=orjson.dumps(body), headers=self._json)
+            return await self._client.post(path, content=orjson.dumps(body), headers=headers)
         except httpx.HTTPError as exc:
             raise unreachable(self.base_url, exc) from exc
-        return answer(r, what)
 
     async def _act(self, action: str, fields: dict[str, Any], result: Result[T]) -> T:
         return result(await self._post("/computer-use", request_body(action, fields), action))

@@ -18,13 +18,14 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from deskpilot import __version__, logs
+from deskpilot import __version__, logs, metrics, tracing
 from deskpilot.computer import actions
-from deskpilot.config import DesktopSettings, SecuritySettings
-from deskpilot.desktop import command, compat_bytebot, journal_routes, vnc
+from deskpilot.config import DesktopSettings, MetricsSettings, SecuritySettings
+from deskpilot.desktop import command, compat_bytebot, journal_routes, spans, vnc
 from deskpilot.desktop.body import install_gate, parse_action_body, read_action_body
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.mcp import MCPEndpoint
+from deskpilot.desktop.metrics import DesktopMetrics
 from deskpilot.errors import DesktopError, desktop_error_body, desktop_error_headers
 from deskpilot.security import Guard, authorized, deny_framing, policy_for
 from deskpilot.web import json_response
@@ -190,6 +191,20 @@ def openapi_with_actions(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
+def install_metrics(app: FastAPI, controller: DesktopController, settings: MetricsSettings | None) -> None:
+    """``GET /metrics`` (``deskpilot/desktop/metrics.py``): the controller records each action; a scrape
+    asks the display probe (bounded as /health's) and reads the capture path."""
+    if not metrics.enabled(settings):
+        return
+    registry = metrics.new_registry()
+    families = controller.metrics = DesktopMetrics(registry)
+
+    async def refresh(request: Request) -> None:
+        families.scraped(await bounded(controller.display_problem), controller.connections.capture_path)
+
+    app.router.routes.append(metrics.route(registry, refresh))
+
+
 def refusal(status: int, message: str, headers: dict[str, str]) -> Response:
     """The Guard's refusals (deskpilot/security.py) in the desktop's error shape."""
     return json_response({"success": False, "error": message}, status, headers)
@@ -199,9 +214,10 @@ def create_app(
     settings: DesktopSettings | None = None,
     controller: DesktopController | None = None,
     security: SecuritySettings | None = None,
+    metrics_settings: MetricsSettings | None = None,
 ) -> FastAPI:
-    """``security`` defaults to the environment (``DESKPILOT_*``); the appliance gives this service only the
-    token's digest, ``DESKPILOT_TOKEN_SHA256``."""
+    """``security`` and ``metrics_settings`` default to the environment (``DESKPILOT_*``); the appliance
+    gives this service only the token's digest, ``DESKPILOT_TOKEN_SHA256``."""
     logs.configure()
     settings = settings or DesktopSettings()
     security = security or SecuritySettings()
@@ -213,12 +229,16 @@ def create_app(
         async with mcp.lifespan():
             yield
         controller.close()
+        spans.drain()
+        await tracing.flush()
 
     app = FastAPI(
         title="Deskpilot desktop",
         version=__version__,
         summary="Drive a real Linux desktop: mouse, keyboard, screenshots, applications, files.",
         lifespan=lifespan,
+        # no server span of FastAPI's: an action's span is the controller's, a child of its caller's
+        telemetry=tracing.telemetry("deskpilot-desktop", server_spans=False),
         exception_handlers={
             DesktopError: desktop_error,
             StarletteHTTPException: http_error,
@@ -233,7 +253,10 @@ def create_app(
     app.include_router(compat_bytebot.router)  # Bytebot's wire format, the same controller
     app.openapi = lambda: openapi_with_actions(app)  # type: ignore[method-assign]
     app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (deskpilot/desktop/mcp.py)
+    install_metrics(app, controller, metrics_settings)  # GET /metrics, unless DESKPILOT_METRICS=off
     vnc.install(app, settings)  # /vnc live view; keep it after the other routes
+    if tracing.on():  # a caller's trace context (traceparent) is the current one while its request runs
+        app.add_middleware(spans.CallerContext)
     # Host, Origin, content type and token, before any route (HTTP and WebSocket: /vnc/websockify too)
     install_gate(app, settings)  # request bodies within DESKTOP_BODY_BUDGET_BYTES (inside the Guard)
     app.add_middleware(Guard, policy=policy_for("desktop", security), refuse=refusal)

@@ -17,12 +17,14 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from typing import Any
 
+from deskpilot import logs
 from deskpilot.computer import actions
 from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.config import DesktopSettings
-from deskpilot.desktop import activity, evidence
+from deskpilot.desktop import activity, evidence, spans
 from deskpilot.desktop import settle as settling
 from deskpilot.desktop.body import decode_data
 from deskpilot.desktop.capture import Image, tune_malloc
@@ -33,6 +35,7 @@ from deskpilot.desktop.handsd import hands_for
 from deskpilot.desktop.input import Input
 from deskpilot.desktop.journal import Journal, failure, outcome_of
 from deskpilot.desktop.keyboard import KeyboardActions
+from deskpilot.desktop.metrics import DesktopMetrics
 from deskpilot.desktop.mouse import MouseActions
 from deskpilot.desktop.outcome import Outcome
 from deskpilot.desktop.paste import PasteActions
@@ -60,6 +63,7 @@ class DesktopController:
         # the display probe in flight: a hanging X server holds one worker thread, never more, never the loop
         self._probe: asyncio.Future[None] | None = None
         self._focus_guess = 0  # the window active at the last evidence: its title and class are asked early
+        self.metrics: DesktopMetrics | None = None  # the app's families (deskpilot/desktop/metrics.py), if on
         tune_malloc()
         shared = Input(self.connections)
         mouse, keyboard = MouseActions(shared), KeyboardActions(shared)
@@ -87,7 +91,19 @@ class DesktopController:
 
     async def perform(self, action: actions.Action, actor: str = "api", task: str | None = None) -> Outcome:
         """Execute one validated action (see ``actions.parse_action``) sent by ``actor`` (journal.ACTORS),
-        for ``task`` when the agent names one."""
+        for ``task`` when the agent names one. With traces on, its span, ``desktop.perform`` (spans.py), is a
+        child of the caller's when the request carried its trace context; its log line names the task."""
+        about = logs.about_task(task) if task else nullcontext()
+        with spans.perform(action.action, actor, task) as span, about:
+            try:
+                result = await self._perform(action, actor, task)
+            except BaseException as exc:
+                span.failed(exc, failure(exc)[0])
+                raise
+            span.done(result.settled_ms, result.settled)
+            return result
+
+    async def _perform(self, action: actions.Action, actor: str, task: str | None) -> Outcome:
         started = time.perf_counter()
         outcome, error, result = "500", None, None
         try:
@@ -107,6 +123,8 @@ class DesktopController:
         finally:
             ms = (time.perf_counter() - started) * 1000
             log.info("action", extra={"action": action.action, "ms": ms, "outcome": outcome})
+            if self.metrics is not None:
+                self.metrics.action(action.action, ms / 1000, result)
             image = result.image if result is not None else None
             self.journal.record(actor, action, outcome_of(outcome, error), task=task, image=image)
 

@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from deskpilot import __version__, logs
+from deskpilot import __version__, logs, metrics, tracing
 from deskpilot.computer.client import AsyncDesktop
-from deskpilot.config import SecuritySettings, TaskSettings
+from deskpilot.config import MetricsSettings, SecuritySettings, TaskSettings
 from deskpilot.security import Guard, deny_framing, policy_for
 from deskpilot.tasks.desktops import Identity, Registry
 from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.executor import Executor, load_executor
 from deskpilot.tasks.fanout import Fanout
 from deskpilot.tasks.handlers import install_error_handlers, refusal
+from deskpilot.tasks.metrics import TaskMetrics
 from deskpilot.tasks.retention import sweep_forever
 from deskpilot.tasks.routes import desktops, events, health, messages, tasks
 from deskpilot.tasks.schemas import TaskCreate
@@ -44,12 +46,14 @@ def create_app(
     executor: Executor | None = None,
     desktop: AsyncDesktop | None = None,
     security: SecuritySettings | None = None,
+    metrics_settings: MetricsSettings | None = None,
 ) -> FastAPI:
     """``security`` defaults to the environment (``DESKPILOT_*``): the token this service requires and
-    sends to the desktop service."""
+    sends to the desktop service; so does ``metrics_settings`` (``DESKPILOT_METRICS``)."""
     logs.configure()
     settings = settings or TaskSettings()
     security = security or SecuritySettings()
+    families = TaskMetrics(metrics.new_registry()) if metrics.enabled(metrics_settings) else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -67,7 +71,7 @@ def create_app(
         )
         run = executor or load_executor(settings.executor)
         warming = _warm_up(run)
-        worker = _worker(settings, store, run, client) if settings.worker_enabled else None
+        worker = _worker(settings, store, run, client, families) if settings.worker_enabled else None
         if worker is not None:
             await worker.start()
         app.state.tasks = TaskService(settings, store, hub, client, worker, run, Registry(store))
@@ -89,8 +93,10 @@ def create_app(
             if fanout is not None:
                 await fanout.stop()
             await store.close()
+            await tracing.flush()
 
-    app = FastAPI(title="Deskpilot tasks", version=__version__, lifespan=lifespan)
+    telemetry = tracing.telemetry("deskpilot-tasks", server_spans=False)  # traces: tasks' runs (tracing.py)
+    app = FastAPI(title="Deskpilot tasks", version=__version__, lifespan=lifespan, telemetry=telemetry)
     install_error_handlers(app)
     # Host, Origin, content type and token before any route (HTTP and /ws); CORS (configured origins only)
     # outside it: it answers preflights (no credentials), and lets a configured origin read refusals too.
@@ -105,22 +111,37 @@ def create_app(
     deny_framing(app)  # no response may be framed (its /docs, say), CORS answers and refusals included
     for module in (health, tasks, messages, events, desktops):
         app.include_router(module.router)
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version, routes=app.routes, description=__doc__)
-            extra = TaskCreate.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
-            components = schema.setdefault("components", {}).setdefault("schemas", {})
-            components.update(extra.pop("$defs", {}))
-            components["TaskCreate"] = extra
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    if families is not None:  # GET /metrics, unless DESKPILOT_METRICS=off
+        app.router.routes.append(metrics.route(families.registry, functools.partial(_scraped, families)))
+    app.openapi = functools.partial(_openapi, app)  # type: ignore[method-assign]
     return app
 
 
-def _worker(settings: TaskSettings, store: Store, executor: Executor, desktop: AsyncDesktop) -> Worker:
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema plus ``TaskCreate``, which ``POST /tasks`` reads from JSON or multipart itself."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, routes=app.routes, description=__doc__)
+        extra = TaskCreate.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.update(extra.pop("$defs", {}))
+        components["TaskCreate"] = extra
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+async def _scraped(families: TaskMetrics, request: Request) -> None:
+    """What ``GET /metrics`` reads when scraped: the tasks by status, the desktops, the WebSocket clients."""
+    service: TaskService = request.app.state.tasks
+    await families.scraped(service.store, service.hub)
+
+
+def _worker(
+    settings: TaskSettings,
+    store: Store,
+    executor: Executor,
+    desktop: AsyncDesktop,
+    families: TaskMetrics | None = None,
+) -> Worker:
     """This desktop's worker, known to the fleet by its desktop's name, labels and URL."""
     return Worker(
         store,
@@ -130,6 +151,7 @@ def _worker(settings: TaskSettings, store: Store, executor: Executor, desktop: A
         lease_seconds=settings.lease_seconds,
         poll_seconds=settings.poll_seconds,
         identity=Identity.from_settings(settings),
+        metrics=families,
     )
 
 

@@ -87,6 +87,11 @@ class EventHub:
     def __init__(self) -> None:
         self._clients: set[_Client] = set()
 
+    @property
+    def clients(self) -> int:
+        """How many WebSocket clients are connected now."""
+        return len(self._clients)
+
     def publish(self, event: Event) -> None:
         frame = None
         for client in list(self._clients):

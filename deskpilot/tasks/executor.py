@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -29,17 +30,34 @@ from deskpilot.tasks.store import Store
 from deskpilot.tasks.types import Role, TaskPriority, TaskStatus
 
 UNAVAILABLE = "agent loop not available in this build"
+# (model, outcome, seconds, (prompt tokens, completion tokens)) of one model call: the service's metrics
+ModelCallSink = Callable[[str, str, float, tuple[int, int]], None]
 
 
 class TaskContext:
     """What an executor gets besides the task id: its task's history, the desktop, and control."""
 
-    def __init__(self, store: Store, desktop: AsyncDesktop, task_id: str, poll_seconds: float) -> None:
+    def __init__(
+        self,
+        store: Store,
+        desktop: AsyncDesktop,
+        task_id: str,
+        poll_seconds: float,
+        model_calls: ModelCallSink | None = None,
+    ) -> None:
         self.store = store
         self.desktop = desktop
         self.task_id = task_id
         self._poll_seconds = poll_seconds
+        self._model_calls = model_calls
         self.control_changed = asyncio.Event()  # set by the worker whenever this task changes
+
+    def model_call(self, model: str, outcome: str, seconds: float, tokens: tuple[int, int] = (0, 0)) -> None:
+        """Report one call to a model (each attempt) to the service's metrics: ``outcome`` is ``ok``,
+        ``transient`` (a rate limit, 5xx, connection error or time-out) or ``rejected``; ``tokens`` the
+        (prompt, completion) tokens it used. Nothing happens with metrics off."""
+        if self._model_calls is not None:
+            self._model_calls(model, outcome, seconds, tokens)
 
     async def task(self) -> Task:
         return await self.store.get_task(self.task_id)

@@ -19,22 +19,27 @@ import logging
 import os
 import posixpath
 import socket
+import time
 from http import HTTPStatus
 
 import asyncpg
+from opentelemetry import trace
 
+from deskpilot import logs, tracing
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
 from deskpilot.tasks.db import keep_connected
 from deskpilot.tasks.desktops import Identity, Registry, host_desktop_name
 from deskpilot.tasks.events import Event
 from deskpilot.tasks.executor import Executor, TaskContext
 from deskpilot.tasks.leases import Leases
+from deskpilot.tasks.metrics import TaskMetrics
 from deskpilot.tasks.models import Task, TaskFile, utcnow
 from deskpilot.tasks.store import NOTIFY_CHANNEL, Store
 from deskpilot.tasks.types import Role, TaskStatus
 from deskpilot.tasks.uploads import numbered, renamed_note
 
 log = logging.getLogger(__name__)
+tracer = trace.get_tracer(__name__)
 
 # How many names an upload tries on the desktop (report.pdf, report (2).pdf ...) before the task fails.
 MAX_COPIES = 100
@@ -55,8 +60,10 @@ class Worker:
         lease_seconds: float = 30.0,
         poll_seconds: float = 5.0,
         identity: Identity | None = None,
+        metrics: TaskMetrics | None = None,
     ) -> None:
         self.store = store
+        self.metrics = metrics  # queue waits, runs and model calls (deskpilot/tasks/metrics.py), if on
         self.leases = Leases(store)
         self.registry = Registry(store)
         self.identity = identity or Identity(host_desktop_name(), (), desktop.base_url)
@@ -125,7 +132,9 @@ class Worker:
                 await asyncio.sleep(1)
                 continue
             if task is not None:
-                await self._execute(task)
+                if self.metrics is not None:
+                    self.metrics.claimed(task)
+                await self._traced(task)
                 continue
             await self._sleep()
 
@@ -138,10 +147,34 @@ class Worker:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout)
 
+    async def _traced(self, task: Task) -> None:
+        """``_execute`` in the task's span (``task``: its id, model and outcome, the status it was left in),
+        every log line of the run naming the task."""
+        attributes = {"deskpilot.task.id": task.id} | ({"deskpilot.model": task.model} if task.model else {})
+        with (
+            tracer.start_as_current_span(
+                "task", attributes=attributes, record_exception=False, set_status_on_exception=False
+            ) as span,
+            logs.about_task(task.id),
+        ):
+            try:
+                await self._execute(task)
+            except BaseException as exc:  # the worker is stopping: the task went back to the queue
+                tracing.failed(span, exc, "interrupted")
+                raise
+            if span.is_recording():
+                state = await self.store.task_state(task.id)
+                outcome = str(state[0]) if state is not None else "deleted"
+                span.set_attribute("deskpilot.outcome", outcome)
+                if outcome == TaskStatus.FAILED:
+                    span.set_status(trace.Status(trace.StatusCode.ERROR))
+
     async def _execute(self, task: Task) -> None:
         # the task's desktop calls (uploads and the agent's) are labelled with it in the desktop's journal
-        ctx = TaskContext(self.store, self.desktop.acting_for(task.id), task.id, self.poll_seconds)
+        sink = self.metrics.model_call if self.metrics is not None else None
+        ctx = TaskContext(self.store, self.desktop.acting_for(task.id), task.id, self.poll_seconds, sink)
         self.current_task_id, self._ctx = task.id, ctx
+        started = time.monotonic()
         self._run = asyncio.create_task(self._prepare_and_run(task, ctx), name=f"task {task.id}")
         heartbeat = asyncio.create_task(self._heartbeat(task.id, self._run))
         error: str | None = None
@@ -160,14 +193,21 @@ class Worker:
                 await self._run
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.leases.abandon(task.id, self.worker_id))
+            self._ran(started, "interrupted")
             raise
         finally:
             heartbeat.cancel()
             self.current_task_id, self._ctx, self._run = None, None, None
         try:
-            await self.leases.release(task.id, self.worker_id, unfinished_error=error)
+            released = await self.leases.release(task.id, self.worker_id, unfinished_error=error)
         except Exception:
             log.exception("releasing the task failed", extra={"task": task.id})
+            return
+        self._ran(started, released.status.lower() if released is not None else "deleted")
+
+    def _ran(self, started: float, outcome: str) -> None:
+        if self.metrics is not None:
+            self.metrics.ran(time.monotonic() - started, outcome)
 
     async def _prepare_and_run(self, task: Task, ctx: TaskContext) -> None:
         renamed: list[tuple[str, str]] = []

@@ -18,13 +18,14 @@ import httpx
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from deskpilot import __version__, logs
-from deskpilot.config import SecuritySettings, UISettings
+from deskpilot import __version__, logs, metrics, tracing
+from deskpilot.config import MetricsSettings, SecuritySettings, UISettings
 from deskpilot.security import deny_framing
 from deskpilot.ui import fragments, login, pages, proxy
 from deskpilot.ui.agent import AgentClient
 from deskpilot.ui.fleet import DesktopDirectory
 from deskpilot.ui.guard import UIGuard, ui_access
+from deskpilot.ui.metrics import RequestCounter
 from deskpilot.ui.throttle import Throttle
 
 
@@ -49,9 +50,15 @@ async def services(app: FastAPI, settings: UISettings, token: str | None) -> Asy
         )
         app.state.directory = DesktopDirectory(app.state.agent)
         yield
+    await tracing.flush()
 
 
-def create_app(settings: UISettings | None = None, security: SecuritySettings | None = None) -> FastAPI:
+def create_app(
+    settings: UISettings | None = None,
+    security: SecuritySettings | None = None,
+    metrics_settings: MetricsSettings | None = None,
+) -> FastAPI:
+    """``security`` and ``metrics_settings`` default to the environment (``DESKPILOT_*``)."""
     logs.configure()
     settings = settings or UISettings()
     policy, token, sessions = ui_access(security or SecuritySettings(), settings.session_ttl)
@@ -63,6 +70,7 @@ def create_app(settings: UISettings | None = None, security: SecuritySettings | 
         docs_url=None,
         redoc_url=None,
         exception_handlers=fragments.ERROR_HANDLERS,
+        telemetry=tracing.telemetry("deskpilot-ui"),  # FastAPI's span of each request (deskpilot/tracing.py)
     )
     app.state.credentials = policy.credentials
     app.state.sessions = sessions
@@ -71,5 +79,9 @@ def create_app(settings: UISettings | None = None, security: SecuritySettings | 
     for module in (login, pages, fragments, proxy):
         app.include_router(module.router)
     app.add_middleware(UIGuard, policy=policy, sessions=sessions, throttle=throttle)
+    if metrics.enabled(metrics_settings):  # GET /metrics; every request counted, the guard's refusals too
+        registry = metrics.new_registry()
+        app.router.routes.append(metrics.route(registry))
+        app.add_middleware(RequestCounter, registry=registry)
     deny_framing(app)  # on every answer, the guard's refusals and the proxied live view included
     return app

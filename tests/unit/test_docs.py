@@ -14,6 +14,7 @@ from deskpilot.config import (
     PROVIDERS,
     AgentSettings,
     DesktopSettings,
+    MetricsSettings,
     SecuritySettings,
     TaskSettings,
     UISettings,
@@ -119,7 +120,14 @@ def script_variables() -> set[str]:
     )
 
 
-SETTINGS_CLASSES = (DesktopSettings, TaskSettings, AgentSettings, UISettings, SecuritySettings)
+SETTINGS_CLASSES = (
+    DesktopSettings,
+    TaskSettings,
+    AgentSettings,
+    UISettings,
+    SecuritySettings,
+    MetricsSettings,
+)
 ALL_VARIABLES = sorted(
     set().union(*(settings_variables(c) for c in SETTINGS_CLASSES))
     | {v for p in PROVIDERS for v in (p.key_var, p.model_var)}

@@ -25,11 +25,14 @@ SHARED = (
     "deskpilot.bridge",
     "deskpilot.logs",
     "deskpilot.security",
+    "deskpilot.metrics",
+    "deskpilot.tracing",
 )
-# What the base distribution (the client, without the `server` extra) can import: light modules only.
-LIGHT = ("deskpilot", "deskpilot.errors")
+# What the base distribution (the client, without the `server` extra) can import: light modules only
+# (deskpilot.tracing imports OpenTelemetry only once a service has switched traces on).
+LIGHT = ("deskpilot", "deskpilot.errors", "deskpilot.tracing")
 ALLOWED: dict[str, tuple[str, ...]] = {
-    "deskpilot.computer": ("deskpilot.computer", "deskpilot.errors"),
+    "deskpilot.computer": ("deskpilot.computer", "deskpilot.errors", "deskpilot.tracing"),
     "deskpilot.client": ("deskpilot.client", "deskpilot.computer", "deskpilot.tasks.types", *LIGHT),
     "deskpilot.scripted": ("deskpilot.scripted", *LIGHT),
     "deskpilot.evaluation": (
@@ -95,6 +98,7 @@ def test_imports_follow_the_layout(path: Path) -> None:
 # what only the services need (the `server` extra): the client must load without any of it
 SERVER_ONLY = (
     "Xlib", "fastapi", "starlette", "sqlalchemy", "litellm", "pydantic_settings", "uvicorn", "numpy",
+    "prometheus_client", "opentelemetry",
 )  # fmt: skip
 CLIENT_MODULES = (
     "deskpilot.computer.actions",

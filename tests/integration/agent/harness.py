@@ -143,14 +143,17 @@ class ServiceProcess:
 
 
 @contextlib.contextmanager
-def service_process(tmp_path: Path, **variables: str) -> Iterator[ServiceProcess]:
+def service_process(
+    tmp_path: Path, *, environment: dict[str, str] | None = None, **variables: str
+) -> Iterator[ServiceProcess]:
     """``uvicorn --factory deskpilot.tasks.app:create_app`` with these AGENT_* variables (names without the
-    prefix, e.g. ``openai_base_url=...``) and none of the machine's own model settings."""
+    prefix, e.g. ``openai_base_url=...``) and none of the machine's own model or OpenTelemetry settings;
+    ``environment``: other variables, as named (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``DESKPILOT_TOKEN``)."""
     ours = {*MODEL_VARIABLES, *(p.model_var for p in PROVIDERS), "DATABASE_URL"}
-    env = {
-        k: v for k, v in os.environ.items() if k not in ours and not k.startswith(("AGENT_", "DESKPILOT_LOG"))
-    }
+    own = ("AGENT_", "DESKPILOT_LOG", "OTEL_")
+    env = {k: v for k, v in os.environ.items() if k not in ours and not k.startswith(own)}
     env.update({f"AGENT_{k.upper()}": v for k, v in variables.items()})
+    env.update(environment or {})
     port = free_port()
     log = tmp_path / f"service-{port}.log"
     argv = [

@@ -58,12 +58,13 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/vnc/core/rfb.js", None),
     ("GET", "/docs", None),
     ("GET", "/openapi.json", None),
+    ("GET", "/metrics", None),
     ("GET", "/no-such-route", None),
 ]
 ROUTE_IDS = [f"{method} {path}" for method, path, _ in ROUTES]
 # What each answers with the token (the MCP routes answer the SDK's own errors to these bare requests).
 OPENED = {"/computer-use": 200, "/vnc": 307, "/vnc/vnc.html": 200, "/vnc/core/rfb.js": 200}
-OPENED |= {"/docs": 200, "/openapi.json": 200, "/no-such-route": 404, "/command": 200}
+OPENED |= {"/docs": 200, "/openapi.json": 200, "/metrics": 200, "/no-such-route": 404, "/command": 200}
 OPENED |= {"/journal": 200, "/journal/frames/" + "0" * 32: 404}
 OPENED |= {
     f"/compat/bytebot/{path}": 201 for path in ("computer-use", "input-tracking/start", "input-tracking/stop")

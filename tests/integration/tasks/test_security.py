@@ -55,6 +55,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/docs", None),
     ("GET", "/redoc", None),
     ("GET", "/openapi.json", None),
+    ("GET", "/metrics", None),
     ("GET", "/no-such-route", None),
 ]
 ROUTE_IDS = [f"{method} {path}" for method, path, _ in ROUTES]

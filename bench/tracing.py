@@ -1,0 +1,225 @@
+"""What OpenTelemetry traces (deskpilot/tracing.py) cost, alone and with the Prometheus metrics.
+
+    .venv/bin/python bench/tracing.py [--rounds 30] [--n 100]
+
+Each service runs six times side by side, as in production (its own uvicorn process, one worker, the token
+required), two processes each way:
+
+  off              DESKPILOT_METRICS=off, no OTEL_EXPORTER_OTLP_ENDPOINT: no instrumentation at all
+  metrics          the default: metrics on, traces off (the SDK not even imported)
+  metrics+traces   both on, exporting to an OTLP/HTTP receiver in a process of its own on loopback
+                   (tests/support/otlp.py, which decodes every batch as a collector would)
+
+Each way's figures pool its two processes: one process differs from another of the same code by about as
+much as is measured (its memory's layout, its database file), and the spread of each pair shows by how much
+in the same run. All get the same requests, with a ``traceparent`` as the agent and the UI send it, in rounds
+of ``--n`` per process interleaved in a new random order each round, so that load from elsewhere falls on all
+alike; every process has the same hash seed, the task services' SQLite files are on tmpfs:
+
+  POST /computer-use click_mouse on an idle area (no settle), and screenshot (an unchanged screen: a fifth as
+      many), on the desktop service (traces: the caller's context, a ``desktop.perform`` span)
+                                                                               target: <= 2 % on the p50
+  POST /tasks on the task service (traces: the caller's context; half as many)  target: <= 1 % on the p50
+
+It also times a span alone, in this process: the API's no-op one and the SDK's. Not a test: figures vary
+with load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from deskpilot.security import digest  # noqa: E402
+from tests.support.groups import stop_group  # noqa: E402
+from tests.support.net import free_port, wait_http  # noqa: E402
+from tests.support.security import VARIABLES  # noqa: E402
+from tests.support.xvfb import start_xvfb  # noqa: E402
+
+TOKEN = "bench-token-" + "0123456789abcdef" * 2
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+CLICK = b'{"action": "click_mouse", "coordinates": {"x": 1900, "y": 1060}, "button": "left", "clickCount": 1}'
+SCREENSHOT = b'{"action": "screenshot"}'
+TASK = b'{"description": "a task of the tracing bench"}'
+WAYS = ("off", "metrics", "metrics+traces")
+
+
+@dataclass
+class Variant:
+    way: str
+    factory: str  # module:function for uvicorn --factory
+    env: dict[str, str]
+    url: str = ""
+    proc: subprocess.Popen[bytes] | None = None
+    samples: list[float] = field(default_factory=list)
+
+    def start(self) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        argv = [sys.executable, "-m", "uvicorn", "--app-dir", str(ROOT), "--factory", self.factory]
+        argv += ["--port", str(port), "--workers", "1", "--log-level", "warning", "--no-access-log"]
+        self.proc = subprocess.Popen(
+            argv, env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        wait_http(f"{self.url}/health", ok=(200, 503), timeout=60)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_group(self.proc, timeout=15)  # each flushes the spans it holds on its way out
+
+
+def variants(factory: str, env: dict[str, str], endpoint: str) -> list[Variant]:
+    """Two processes each way."""
+    ways = {
+        "off": {"DESKPILOT_METRICS": "off"},
+        "metrics": {"DESKPILOT_METRICS": "on"},
+        "metrics+traces": {"DESKPILOT_METRICS": "on", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint},
+    }
+    return [Variant(way, factory, {**env, **ways[way]}) for way in WAYS for _ in (1, 2)]
+
+
+def measure(group: list[Variant], path: str, body: bytes, status: int, rounds: int, n: int) -> None:
+    headers = {
+        "Content-Type": "application/json",
+        "traceparent": TRACEPARENT,
+        "Authorization": f"Bearer {TOKEN}",
+    }
+    clients = [httpx.Client(base_url=v.url, headers=headers, timeout=30) for v in group]
+    try:
+        for v, c in zip(group, clients, strict=True):  # warm-up, and a check that all answer alike
+            for _ in range(100):
+                r = c.post(path, content=body)
+            assert r.status_code == status, (v.way, r.status_code, r.text)
+            v.samples.clear()
+        for _ in range(rounds):
+            for v, c in random.sample(list(zip(group, clients, strict=True)), len(group)):
+                for _ in range(n):
+                    t0 = time.perf_counter()
+                    c.post(path, content=body)
+                    v.samples.append(time.perf_counter() - t0)
+    finally:
+        for c in clients:
+            c.close()
+
+
+def ms(samples: list[float], q: float = 0.5) -> float:
+    return (
+        statistics.median(samples) * 1000 if q == 0.5 else sorted(samples)[int(q * (len(samples) - 1))] * 1000
+    )
+
+
+def report(title: str, group: list[Variant], target: float) -> None:
+    print(f"  {title}")
+    p50, spread = {}, 0.0
+    for way in WAYS:
+        pair = [v for v in group if v.way == way]
+        pooled = [s for v in pair for s in v.samples]
+        p50[way] = ms(pooled)
+        each = [ms(v.samples) for v in pair]
+        spread = max(spread, abs(each[0] - each[1]) / p50[way] * 100)
+        print(
+            f"    {way:<15} p50 {p50[way]:7.3f} ms   p95 {ms(pooled, 0.95):7.3f} ms   "
+            f"({len(pooled)} requests; its two processes {each[0]:.3f}, {each[1]:.3f})"
+        )
+    for what, base in (("traces", "metrics"), ("metrics and traces", "off")):
+        added = p50["metrics+traces"] - p50[base]
+        share = added / p50[base] * 100
+        verdict = f"target <= {target:g} %: " + ("ok" if share <= target else "OVER")
+        print(f"    added by {what}: {added:+7.3f} ms = {share:+5.2f} %   ({verdict})")
+    print(f"    the two processes of one way apart by up to {spread:.2f} %", flush=True)
+
+
+def span_cost() -> None:
+    """A span with two attributes, entered and left, in this process: the API's no-op one (traces off) and
+    the SDK's with a batch processor whose exporter drops everything (traces on, without the export)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans: object) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    for name, tracer in (("no-op (off)", trace.get_tracer("bench")), ("SDK (on)", provider.get_tracer("b"))):
+        n = 100_000
+        t0 = time.perf_counter()
+        for _ in range(n):
+            with tracer.start_as_current_span("desktop.perform", attributes={"deskpilot.action": "c"}) as s:
+                s.set_attribute("deskpilot.outcome", "ok")
+        print(f"  a span alone, {name}: {(time.perf_counter() - t0) / n * 1e6:.2f} µs")
+    provider.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--n", type=int, default=100, help="requests per process per round")
+    args = parser.parse_args()
+    own = ("OTEL_", "DESKTOP_", "AGENT_", "DESKPILOT_METRICS")
+    base = {k: v for k, v in os.environ.items() if k.upper() not in VARIABLES and not k.startswith(own)}
+    base["PYTHONHASHSEED"] = "0"  # one hash seed for every process: dict and set layouts alike in all
+
+    display = start_xvfb()
+    # the task services' SQLite files in memory where there is a tmpfs: a disk's fsync latency, which varies
+    # from one write to the next, would drown a comparison of a percent
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    state = tempfile.TemporaryDirectory(prefix="deskpilot-bench-tracing-", dir=shm)
+    port = free_port()
+    receiver = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.otlp", str(port)], cwd=ROOT, start_new_session=True
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    wait_http(f"{endpoint}/stats")
+    desktop_env = {**base, "DESKTOP_DISPLAY": display.name, "DESKPILOT_TOKEN_SHA256": digest(TOKEN)}
+    desktop = variants("deskpilot.desktop.api:create_app", desktop_env, endpoint)
+    task_env = {
+        **base, "DESKPILOT_TOKEN": TOKEN, "AGENT_WORKER_ENABLED": "false",
+        "AGENT_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
+    }  # fmt: skip
+    tasks = [
+        Variant(v.way, v.factory, {**v.env, "AGENT_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
+        for i, v in enumerate(variants("deskpilot.tasks.app:create_app", task_env, endpoint))
+    ]
+    try:
+        for v in [*desktop, *tasks]:
+            v.start()
+        print(
+            f"Deskpilot tracing bench: {os.cpu_count()} CPUs; {args.rounds} interleaved rounds of {args.n} "
+            "requests per process, keep-alive; the receiver in its own process"
+        )
+        measure(desktop, "/computer-use", CLICK, 200, args.rounds, args.n)
+        report("click_mouse on an idle area (no settle), desktop service", desktop, 2)
+        measure(desktop, "/computer-use", SCREENSHOT, 200, args.rounds, max(1, args.n // 5))
+        report("screenshot (unchanged screen), desktop service", desktop, 2)
+        measure(tasks, "/tasks", TASK, 201, args.rounds, max(1, args.n // 2))
+        report("POST /tasks, task service (SQLite on tmpfs, no worker)", tasks, 1)
+        span_cost()
+    finally:
+        for v in [*desktop, *tasks]:
+            v.stop()
+        stats = json.loads(httpx.get(f"{endpoint}/stats").text)
+        print(f"  the receiver got {stats['spans']} spans in {stats['requests']} requests")
+        stop_group(receiver)
+        display.stop()
+        state.cleanup()
+
+
+if __name__ == "__main__":
+    main()
