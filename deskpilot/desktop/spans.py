@@ -42,8 +42,9 @@ Ended = tuple[str, str, str, str | None, int, int, dict[str, Any], bool]
 
 class CallerContext:
     """ASGI middleware: an HTTP request's ``traceparent``, kept as it came (or none) for its asyncio task,
-    which uvicorn makes for each request (read by ``perform``); like ``tracing.IncomingContext``, without a
-    frame of its own in the request's chain of awaits. Installed when traces are on."""
+    which uvicorn makes for each request (read by ``perform``). It has no frame of its own in the request's
+    chain of awaits: one costs each await of a request (~35 µs on a task's creation, bench/tracing.py), and
+    the value lasts as long as the request's task. Installed when traces are on."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
