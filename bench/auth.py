@@ -25,11 +25,9 @@ import argparse
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,14 +36,13 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 
+from bench.served import CLICK, SCREENSHOT, TOKEN, Served  # noqa: E402
 from deskpilot.desktop.api import create_app as desktop_app  # noqa: E402
 from deskpilot.security import Guard, digest, policy_for  # noqa: E402
 from deskpilot.tasks.app import create_app as tasks_app  # noqa: E402
-from tests.support.net import free_port, wait_http  # noqa: E402
 from tests.support.security import VARIABLES, security  # noqa: E402
 from tests.support.xvfb import start_xvfb  # noqa: E402
 
-TOKEN = "bench-token-" + "0123456789abcdef" * 2
 CREDENTIAL = "bench-desktop-credential-" + "fedcba9876543210" * 2
 TARGET_MS = 0.1
 CHANNEL_TARGET_MS = 0.2
@@ -70,35 +67,7 @@ def tasks_without_guard() -> FastAPI:
 # ------------------------------------------------------------------------------------------- the bench
 
 
-@dataclass
-class Variant:
-    name: str
-    factory: str  # module:function for uvicorn --factory
-    env: dict[str, str]
-    url: str = ""
-    proc: subprocess.Popen[bytes] | None = None
-    samples: list[float] = field(default_factory=list)
-    bearer: str = TOKEN
-
-    def start(self, base_env: dict[str, str]) -> None:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        argv = [sys.executable, "-m", "uvicorn", "--app-dir", str(ROOT), "--app-dir", str(ROOT / "bench")]
-        argv += ["--factory", self.factory, "--port", str(port), "--workers", "1", "--log-level", "warning"]
-        self.proc = subprocess.Popen(
-            argv,
-            env={**base_env, **self.env},
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        wait_http(f"{self.url}/health", ok=(200, 503))
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
+Variant = Served
 
 
 def variants(service: str, guarded_env: dict[str, str]) -> list[Variant]:
@@ -225,7 +194,8 @@ def main() -> None:
     credential = channel({"DESKTOP_DISPLAY": display.name})
     try:
         for v in [*desktop, *tasks, *credential]:
-            v.start(display.env)
+            v.env = {**display.env, **v.env}
+            v.start(app_dirs=(ROOT / "bench",))
         print(
             f"Deskpilot auth bench: {os.cpu_count()} CPUs; {args.rounds} interleaved rounds of {args.n} "
             "requests per variant, keep-alive"
@@ -235,12 +205,9 @@ def main() -> None:
         measure(tasks, "GET", "/tasks", None, args.rounds, args.n)
         report("GET /tasks, task service", tasks)
         verdict_cost()
-        click = b'{"action": "click_mouse", "coordinates": {"x": 1900, "y": 1060}, "button": "left", '
-        click += b'"clickCount": 1}'
-        measure(credential, "POST", "/computer-use", click, args.rounds, args.n)
+        measure(credential, "POST", "/computer-use", CLICK, args.rounds, args.n)
         report_channel("click_mouse on an idle area, desktop service", credential)
-        screenshot = b'{"action": "screenshot"}'
-        measure(credential, "POST", "/computer-use", screenshot, args.rounds, max(1, args.n // 5))
+        measure(credential, "POST", "/computer-use", SCREENSHOT, args.rounds, max(1, args.n // 5))
         report_channel("screenshot, desktop service", credential)
     finally:
         for v in [*desktop, *tasks, *credential]:

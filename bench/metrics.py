@@ -24,11 +24,10 @@ import argparse
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,22 +35,18 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from bench.served import CLICK, SCREENSHOT, TOKEN, Served  # noqa: E402
 from deskpilot import metrics  # noqa: E402
 from deskpilot.desktop.capture import Image  # noqa: E402
 from deskpilot.desktop.metrics import DesktopMetrics  # noqa: E402
 from deskpilot.desktop.outcome import Outcome  # noqa: E402
 from deskpilot.security import digest  # noqa: E402
 from deskpilot.tasks.metrics import TaskMetrics  # noqa: E402
-from tests.support.groups import stop_group  # noqa: E402
-from tests.support.net import free_port, wait_http  # noqa: E402
 from tests.support.security import VARIABLES  # noqa: E402
 from tests.support.xvfb import start_xvfb  # noqa: E402
 
-TOKEN = "bench-token-" + "0123456789abcdef" * 2
 TARGETS = {"desktop": 2.0, "tasks": 1.0}  # percent added to the p50
 SCRAPE_TARGET_MS = 10.0
-CLICK = b'{"action": "click_mouse", "coordinates": {"x": 1900, "y": 1060}, "button": "left", "clickCount": 1}'
-SCREENSHOT = b'{"action": "screenshot"}'
 FACTORIES = {
     "desktop": "deskpilot.desktop.api:create_app",
     "tasks": "deskpilot.tasks.app:create_app",
@@ -60,36 +55,20 @@ FACTORIES = {
 
 
 @dataclass
-class Variant:
-    name: str
-    service: str
-    env: dict[str, str]
-    url: str = ""
-    proc: subprocess.Popen[bytes] | None = None
-    samples: list[float] = field(default_factory=list)
+class Variant(Served):
+    service: str = ""  # desktop, tasks, ui
 
-    def start(self) -> None:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        argv = [sys.executable, "-m", "uvicorn", "--app-dir", str(ROOT), "--factory", FACTORIES[self.service]]
-        argv += ["--port", str(port), "--workers", "1", "--log-level", "warning", "--no-access-log"]
-        self.proc = subprocess.Popen(
-            argv, env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-        wait_http(f"{self.url}/health", ok=(200, 503))
 
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop_group(self.proc)
+def variant(name: str, service: str, env: dict[str, str]) -> Variant:
+    return Variant(name, FACTORIES[service], env, service=service)
 
 
 def trio(service: str, env: dict[str, str]) -> list[Variant]:
     """The service with metrics off (the baseline), on, and off again (the noise floor)."""
     return [
-        Variant("DESKPILOT_METRICS=off", service, {**env, "DESKPILOT_METRICS": "off"}),
-        Variant("metrics on", service, {**env, "DESKPILOT_METRICS": "on"}),
-        Variant("off again", service, {**env, "DESKPILOT_METRICS": "off"}),
+        variant("DESKPILOT_METRICS=off", service, {**env, "DESKPILOT_METRICS": "off"}),
+        variant("metrics on", service, {**env, "DESKPILOT_METRICS": "on"}),
+        variant("off again", service, {**env, "DESKPILOT_METRICS": "off"}),
     ]
 
 
@@ -199,14 +178,14 @@ def main() -> None:
         "AGENT_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
     }  # fmt: skip
     tasks = [
-        Variant(v.name, "tasks", {**v.env, "AGENT_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
+        variant(v.name, "tasks", {**v.env, "AGENT_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
         for i, v in enumerate(trio("tasks", task_env))
     ]
     ui = trio("ui", {**base, "DESKPILOT_TOKEN": TOKEN, "UI_AGENT_URL": "http://127.0.0.1:9"})
     everything = [*desktop, *tasks, *ui]
     try:
         for v in everything:
-            v.start()
+            v.start(access_log=False)
         print(
             f"Deskpilot metrics bench: {os.cpu_count()} CPUs; {args.rounds} interleaved rounds of {args.n} "
             "requests per variant, keep-alive"

@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,56 +43,29 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from bench.served import CLICK, SCREENSHOT, TOKEN, Served  # noqa: E402
 from deskpilot.security import digest  # noqa: E402
 from tests.support.groups import stop_group  # noqa: E402
 from tests.support.net import free_port, wait_http  # noqa: E402
 from tests.support.security import VARIABLES  # noqa: E402
 from tests.support.xvfb import start_xvfb  # noqa: E402
 
-TOKEN = "bench-token-" + "0123456789abcdef" * 2
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-CLICK = b'{"action": "click_mouse", "coordinates": {"x": 1900, "y": 1060}, "button": "left", "clickCount": 1}'
-SCREENSHOT = b'{"action": "screenshot"}'
 TASK = b'{"description": "a task of the tracing bench"}'
 WAYS = ("off", "metrics", "metrics+traces")
 
 
-@dataclass
-class Variant:
-    way: str
-    factory: str  # module:function for uvicorn --factory
-    env: dict[str, str]
-    url: str = ""
-    proc: subprocess.Popen[bytes] | None = None
-    samples: list[float] = field(default_factory=list)
-
-    def start(self) -> None:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        argv = [sys.executable, "-m", "uvicorn", "--app-dir", str(ROOT), "--factory", self.factory]
-        argv += ["--port", str(port), "--workers", "1", "--log-level", "warning", "--no-access-log"]
-        self.proc = subprocess.Popen(
-            argv, env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-        wait_http(f"{self.url}/health", ok=(200, 503), timeout=60)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop_group(self.proc, timeout=15)  # each flushes the spans it holds on its way out
-
-
-def variants(factory: str, env: dict[str, str], endpoint: str) -> list[Variant]:
+def variants(factory: str, env: dict[str, str], endpoint: str) -> list[Served]:
     """Two processes each way."""
     ways = {
         "off": {"DESKPILOT_METRICS": "off"},
         "metrics": {"DESKPILOT_METRICS": "on"},
         "metrics+traces": {"DESKPILOT_METRICS": "on", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint},
     }
-    return [Variant(way, factory, {**env, **ways[way]}) for way in WAYS for _ in (1, 2)]
+    return [Served(way, factory, {**env, **ways[way]}) for way in WAYS for _ in (1, 2)]
 
 
-def measure(group: list[Variant], path: str, body: bytes, status: int, rounds: int, n: int) -> None:
+def measure(group: list[Served], path: str, body: bytes, status: int, rounds: int, n: int) -> None:
     headers = {
         "Content-Type": "application/json",
         "traceparent": TRACEPARENT,
@@ -104,7 +76,7 @@ def measure(group: list[Variant], path: str, body: bytes, status: int, rounds: i
         for v, c in zip(group, clients, strict=True):  # warm-up, and a check that all answer alike
             for _ in range(100):
                 r = c.post(path, content=body)
-            assert r.status_code == status, (v.way, r.status_code, r.text)
+            assert r.status_code == status, (v.name, r.status_code, r.text)
             v.samples.clear()
         for _ in range(rounds):
             for v, c in random.sample(list(zip(group, clients, strict=True)), len(group)):
@@ -123,11 +95,11 @@ def ms(samples: list[float], q: float = 0.5) -> float:
     )
 
 
-def report(title: str, group: list[Variant], target: float) -> None:
+def report(title: str, group: list[Served], target: float) -> None:
     print(f"  {title}")
     p50, spread = {}, 0.0
     for way in WAYS:
-        pair = [v for v in group if v.way == way]
+        pair = [v for v in group if v.name == way]
         pooled = [s for v in pair for s in v.samples]
         p50[way] = ms(pooled)
         each = [ms(v.samples) for v in pair]
@@ -194,12 +166,12 @@ def main() -> None:
         "AGENT_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
     }  # fmt: skip
     tasks = [
-        Variant(v.way, v.factory, {**v.env, "AGENT_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
+        Served(v.name, v.factory, {**v.env, "AGENT_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
         for i, v in enumerate(variants("deskpilot.tasks.app:create_app", task_env, endpoint))
     ]
     try:
         for v in [*desktop, *tasks]:
-            v.start()
+            v.start(access_log=False)
         print(
             f"Deskpilot tracing bench: {os.cpu_count()} CPUs; {args.rounds} interleaved rounds of {args.n} "
             "requests per process, keep-alive; the receiver in its own process"
