@@ -151,8 +151,10 @@ def test_only_the_task_service_holds_the_keys_and_only_it_and_the_ui_the_token(a
 def test_no_process_of_the_desktop_side_holds_a_secret(appliance: Appliance) -> None:
     """The session, x11vnc, Xvfb, the desktop service, and an application it starts: none has a key or the
     token, nor any variable of the task service's."""
-    for p in appliance.processes():  # the geany the launcher test started, if any: the service starts its own
-        if "geany" in cmdline(p):
+    # the geany the launcher test started on this display, if any (a child of the test, not of the appliance):
+    # the service starts its own
+    for p in psutil.process_iter():
+        if "geany" in cmdline(p) and environ(p).get("DISPLAY") == appliance.display:
             p.kill()
             p.wait(10)
     deadline = time.monotonic() + 10
