@@ -240,7 +240,7 @@ class DesktopController:
         with self.connections.using() as x:
             wid = x.active_window() if isinstance(action, actions.Application) else next(iter(responders), 0)
             pid = x.window_pid(wid) if wid else 0
-        if not pid:
+        if pid <= 0:
             return None
         before = jobs[1] if jobs is not None and jobs[0] == pid else activity.jobs(activity.tree(pid))
         return activity.Work(pid, before, self.hands.on_a_timer)
