@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -36,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 
-from bench.served import CLICK, SCREENSHOT, TOKEN, Served  # noqa: E402
+from bench.served import CLICK, SCREENSHOT, TOKEN, Served, interleave  # noqa: E402
 from deskpilot.desktop.api import create_app as desktop_app  # noqa: E402
 from deskpilot.security import Guard, digest, policy_for  # noqa: E402
 from deskpilot.tasks.app import create_app as tasks_app  # noqa: E402
@@ -91,14 +90,7 @@ def measure(group: list[Variant], method: str, path: str, body: bytes | None, ro
             for _ in range(200):
                 r = clients[v.name].request(method, path, content=body)
             assert r.status_code == 200, (v.name, r.status_code, r.text)
-        for _ in range(rounds):
-            order = random.sample(group, len(group))
-            for v in order:
-                client = clients[v.name]
-                for _ in range(n):
-                    t0 = time.perf_counter()
-                    client.request(method, path, content=body)
-                    v.samples.append(time.perf_counter() - t0)
+        interleave([(v, clients[v.name]) for v in group], method, path, body, rounds, n)
     finally:
         for c in clients.values():
             c.close()

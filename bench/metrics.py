@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -35,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from bench.served import CLICK, SCREENSHOT, TOKEN, Served  # noqa: E402
+from bench.served import CLICK, SCREENSHOT, TOKEN, Served, interleave  # noqa: E402
 from deskpilot import metrics  # noqa: E402
 from deskpilot.desktop.capture import Image  # noqa: E402
 from deskpilot.desktop.metrics import DesktopMetrics  # noqa: E402
@@ -86,13 +85,7 @@ def measure(group: list[Variant], method: str, path: str, body: bytes | None, ro
             assert r.status_code in (200, 201), (v.name, r.status_code, r.text[:300])
         for v in group:
             v.samples.clear()
-        for _ in range(rounds):
-            for v in random.sample(group, len(group)):
-                c = clients[v.name]
-                for _ in range(n):
-                    t0 = time.perf_counter()
-                    c.request(method, path, content=body)
-                    v.samples.append(time.perf_counter() - t0)
+        interleave([(v, clients[v.name]) for v in group], method, path, body, rounds, n)
     finally:
         for c in clients.values():
             c.close()

@@ -3,13 +3,18 @@ the overhead benches compare side by side (auth.py, metrics.py, tracing.py), and
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
 
 from tests.support.groups import stop_group  # noqa: E402
 from tests.support.net import free_port, wait_http  # noqa: E402
@@ -46,3 +51,19 @@ class Served:
     def stop(self, timeout: float = 15) -> None:
         if self.proc is not None:
             stop_group(self.proc, timeout=timeout)  # a service flushes what it holds (spans) on its way out
+
+
+Pair = tuple[Served, httpx.Client]
+
+
+def interleave(
+    pairs: Sequence[Pair], method: str, path: str, body: bytes | None, rounds: int, n: int
+) -> None:
+    """``rounds`` rounds of ``n`` timed requests per service, in a new random order each round, so that load
+    from elsewhere falls on every service alike; each request's seconds go to its service's ``samples``."""
+    for _ in range(rounds):
+        for served, client in random.sample(list(pairs), len(pairs)):
+            for _ in range(n):
+                t0 = time.perf_counter()
+                client.request(method, path, content=body)
+                served.samples.append(time.perf_counter() - t0)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -43,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from bench.served import CLICK, SCREENSHOT, TOKEN, Served  # noqa: E402
+from bench.served import CLICK, SCREENSHOT, TOKEN, Served, interleave  # noqa: E402
 from deskpilot.security import digest  # noqa: E402
 from tests.support.groups import stop_group  # noqa: E402
 from tests.support.net import free_port, wait_http  # noqa: E402
@@ -78,12 +77,7 @@ def measure(group: list[Served], path: str, body: bytes, status: int, rounds: in
                 r = c.post(path, content=body)
             assert r.status_code == status, (v.name, r.status_code, r.text)
             v.samples.clear()
-        for _ in range(rounds):
-            for v, c in random.sample(list(zip(group, clients, strict=True)), len(group)):
-                for _ in range(n):
-                    t0 = time.perf_counter()
-                    c.post(path, content=body)
-                    v.samples.append(time.perf_counter() - t0)
+        interleave(list(zip(group, clients, strict=True)), "POST", path, body, rounds, n)
     finally:
         for c in clients:
             c.close()
