@@ -118,6 +118,11 @@ def desktop_error_headers(exc: DesktopError) -> dict[str, str]:
     return {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else {}
 
 
+def internal_error_text(exc: BaseException) -> str:
+    """What a desktop action's answer says of a failure of ours (HTTP's 500, the channel's, MCP's)."""
+    return f"internal error: {type(exc).__name__}: {exc}"
+
+
 # ----------------------------------------------------------------------------------------------- agent
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,9 +48,20 @@ class RecordingDesktop(Desktop):
         super().__init__(url, token)
         self.record = record
 
+    def _perform(self, body: dict[str, Any], what: str) -> dict[str, Any]:
+        """An action, over the channel or HTTP: logged as the request it is, ``POST /computer-use``."""
+        return self._recorded("/computer-use", body, lambda: Desktop._perform(self, body, what))
+
     def _post(self, path: str, body: dict[str, Any], what: str) -> dict[str, Any]:
+        if path == "/computer-use":  # an action gone by HTTP: ``_perform`` logs it
+            return super()._post(path, body, what)
+        return self._recorded(path, body, lambda: Desktop._post(self, path, body, what))
+
+    def _recorded(
+        self, path: str, body: dict[str, Any], send: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
         try:
-            answer = super()._post(path, body, what)
+            answer = send()
         except Exception as exc:
             self.record.add("desktop", f"POST {path}", body, getattr(exc, "status", type(exc).__name__))
             raise

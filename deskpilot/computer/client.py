@@ -10,6 +10,12 @@ agent loop use ``AsyncDesktop`` too: there is one desktop client; ``acting_for(t
 as the agent's, for that task, in the desktop's journal. When a service has switched traces on
 (``deskpilot.tracing``), each ``AsyncDesktop`` POST is a ``desktop.action`` span whose context goes with the
 request (W3C ``traceparent``), so the desktop's span of it is its child.
+
+Actions go over the action channel (``channel.py``: one WebSocket kept open, a fraction of a request's
+cost) unless ``channel=False``, the service refuses the upgrade (then HTTP from there on), the action is too
+large for a message (a big write_file), traces are on (their context travels with a request), or the
+client is labelled with ``acting_for`` (the label is the socket's; the agent's steps are not sub-millisecond
+anyway). The answers are the same either way.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import httpx
 import orjson
 from pydantic_core import PydanticUndefined
 
+from deskpilot.computer import channel as ch
 from deskpilot.computer.actions import ACTION_MODELS, parse_action
 from deskpilot.computer.client_actions import Actions, AsyncActions, Result
 from deskpilot.errors import ClientError, InvalidAction, error_detail
@@ -57,10 +64,18 @@ def answer(response: httpx.Response, what: str) -> dict[str, Any]:
         body = orjson.loads(response.content)
     except orjson.JSONDecodeError:
         body = None
-    if response.status_code < 400 and isinstance(body, dict) and body.get("success", True):
+    return checked(response.status_code, body, what, response.text[:200])
+
+
+def checked(status: int, body: Any, what: str, text: str = "") -> dict[str, Any]:
+    if status < 400 and isinstance(body, dict) and body.get("success", True):
         return body
-    status, detail = response.status_code, error_detail(body) or response.text[:200]
+    detail = error_detail(body) or text
     raise DesktopClientError(f"{what} failed ({status}): {detail}", status, detail)
+
+
+def broken(base_url: str, exc: ch.Broken) -> DesktopClientError:
+    return DesktopClientError(f"desktop service at {base_url}: {exc}")
 
 
 def unreachable(base_url: str, exc: httpx.HTTPError) -> DesktopClientError:
@@ -90,20 +105,26 @@ class AsyncDesktop(AsyncActions):
         *,
         timeout: float = DEFAULT_TIMEOUT,
         client: httpx.AsyncClient | None = None,
+        channel: bool = True,
     ) -> None:
         self.base_url = url.rstrip("/")
+        self._timeout = timeout
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout)
         self._headers, self._json = bearer(token), json_headers(token)
+        self._channel = ch.AsyncChannel(self.base_url, self._headers, timeout) if channel else None
 
     async def aclose(self) -> None:
+        if self._channel is not None:
+            await self._channel.aclose()
         await self._client.aclose()
 
     def acting_for(self, task_id: str) -> AsyncDesktop:
-        """This desktop, each request labelled as the agent's for ``task_id``; it shares this one's
-        connections, so close only this one."""
+        """This desktop, each request labelled as the agent's for ``task_id``, over HTTP; it shares this
+        one's connections, so close only this one."""
         labelled = copy.copy(self)
         labelled._headers = {**self._headers, **agent_headers(task_id)}
         labelled._json = {**self._json, **agent_headers(task_id)}
+        labelled._channel = None
         return labelled
 
     async def __aenter__(self) -> Self:
@@ -131,11 +152,23 @@ class AsyncDesktop(AsyncActions):
             raise unreachable(self.base_url, exc) from exc
 
     async def _act(self, action: str, fields: dict[str, Any], result: Result[T]) -> T:
-        return result(await self._post("/computer-use", request_body(action, fields), action))
+        return result(await self._perform(request_body(action, fields), action))
 
     async def action(self, action: str, **fields: Any) -> dict[str, Any]:
         """Send ``{"action": action, **fields}`` as given (no validation here); the answer's body."""
-        return await self._post("/computer-use", {"action": action, **fields}, action)
+        return ch.http_body(await self._perform({"action": action, **fields}, action))
+
+    async def _perform(self, body: dict[str, Any], what: str) -> dict[str, Any]:
+        """One action, over the channel when it can take it (a screenshot's image as bytes), else HTTP."""
+        if self._channel is not None and not traces_on() and ch.fits(message := orjson.dumps(body)):
+            try:
+                return checked(*await self._channel.call(message), what)
+            except ch.Unavailable as exc:
+                if exc.lasting:
+                    self._channel = None
+            except ch.Broken as exc:
+                raise broken(self.base_url, exc) from exc
+        return await self._post("/computer-use", body, what)
 
     async def reset(self) -> dict[str, Any]:
         """``POST /reset``: applications closed, the home back to its skeleton, input released."""
@@ -146,6 +179,8 @@ class AsyncDesktop(AsyncActions):
         other = copy.copy(self)
         other.base_url = url.rstrip("/")
         other._client = httpx.AsyncClient(base_url=other.base_url, timeout=self._client.timeout)
+        if self._channel is not None:
+            other._channel = ch.AsyncChannel(other.base_url, self._headers, self._timeout)
         return other
 
     async def journal(self, since: int = 0, limit: int = 1000, actor: str | None = None) -> dict[str, Any]:
@@ -190,12 +225,17 @@ class Desktop(Actions):
         *,
         timeout: float = DEFAULT_TIMEOUT,
         client: httpx.Client | None = None,
+        channel: bool = True,
     ) -> None:
         self.base_url = url.rstrip("/")
+        self._timeout = timeout
         self._client = client or httpx.Client(base_url=self.base_url, timeout=timeout)
         self._headers, self._json = bearer(token), json_headers(token)
+        self._channel = ch.Channel(self.base_url, self._headers, timeout) if channel else None
 
     def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
         self._client.close()
 
     def __enter__(self) -> Self:
@@ -214,11 +254,23 @@ class Desktop(Actions):
         return answer(r, what)
 
     def _act(self, action: str, fields: dict[str, Any], result: Result[T]) -> T:
-        return result(self._post("/computer-use", request_body(action, fields), action))
+        return result(self._perform(request_body(action, fields), action))
 
     def action(self, action: str, **fields: Any) -> dict[str, Any]:
         """Send ``{"action": action, **fields}`` as given (no validation here); the answer's body."""
-        return self._post("/computer-use", {"action": action, **fields}, action)
+        return ch.http_body(self._perform({"action": action, **fields}, action))
+
+    def _perform(self, body: dict[str, Any], what: str) -> dict[str, Any]:
+        """One action, over the channel when it can take it (a screenshot's image as bytes), else HTTP."""
+        if self._channel is not None and ch.fits(message := orjson.dumps(body)):
+            try:
+                return checked(*self._channel.call(message), what)
+            except ch.Unavailable as exc:
+                if exc.lasting:
+                    self._channel = None
+            except ch.Broken as exc:
+                raise broken(self.base_url, exc) from exc
+        return self._post("/computer-use", body, what)
 
     def reset(self) -> dict[str, Any]:
         """``POST /reset``: applications closed, the home back to its skeleton, input released."""

@@ -115,7 +115,9 @@ def message_of(body: dict[str, Any]) -> str:
 
 def screenshot_of(body: dict[str, Any]) -> ScreenImage:
     data = body["data"]
-    return ScreenImage(pybase64.b64decode(data["image"]), str(data.get("mediaType") or "image/png"))
+    image = data["image"]  # bytes when it came over the action channel
+    raw = image if isinstance(image, bytes) else pybase64.b64decode(image)
+    return ScreenImage(raw, str(data.get("mediaType") or "image/png"))
 
 
 def point_of(body: dict[str, Any]) -> Point:

@@ -21,12 +21,12 @@ from starlette.responses import Response
 from deskpilot import __version__, logs, metrics, tracing
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings, MetricsSettings, SecuritySettings
-from deskpilot.desktop import command, compat_bytebot, journal_routes, spans, vnc
+from deskpilot.desktop import channel, command, compat_bytebot, journal_routes, spans, vnc
 from deskpilot.desktop.body import install_gate, parse_action_body, read_action_body
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.mcp import MCPEndpoint
 from deskpilot.desktop.metrics import DesktopMetrics
-from deskpilot.errors import DesktopError, desktop_error_body, desktop_error_headers
+from deskpilot.errors import DesktopError, desktop_error_body, desktop_error_headers, internal_error_text
 from deskpilot.security import Guard, authorized, deny_framing, policy_for
 from deskpilot.web import json_response
 
@@ -176,7 +176,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 
 async def internal_error(request: Request, exc: Exception) -> Response:
-    return json_response({"success": False, "error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
+    return json_response({"success": False, "error": internal_error_text(exc)}, 500)
 
 
 def openapi_with_actions(app: FastAPI) -> dict[str, Any]:
@@ -249,6 +249,7 @@ def create_app(
     # /health reports every probe by name; the appliance adds e.g. app.state.health_probes["vnc"]
     app.state.health_probes = {"display": controller.display_problem}
     app.include_router(router)
+    app.include_router(channel.router)  # GET /computer-use/ws: the same actions on one open WebSocket
     app.include_router(journal_routes.router)  # GET /journal, /journal/frames/{id}
     app.include_router(compat_bytebot.router)  # Bytebot's wire format, the same controller
     app.openapi = lambda: openapi_with_actions(app)  # type: ignore[method-assign]

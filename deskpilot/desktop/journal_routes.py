@@ -13,6 +13,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import HTTPConnection
 from starlette.responses import Response
 
 from deskpilot.desktop.journal import ACTORS
@@ -26,8 +27,8 @@ FRAME_ID = re.compile(r"[0-9a-f]{32}")
 MAX_PAGE = 1000
 
 
-def sender(request: Request) -> tuple[str, str | None]:
-    """(actor, task) of a ``POST /computer-use``; 400 for a header it cannot be."""
+def sender(request: HTTPConnection) -> tuple[str, str | None]:
+    """(actor, task) of a ``POST /computer-use`` (or of an action channel); 400 for a header it cannot be."""
     actor = request.headers.get(ACTOR_HEADER, "api").strip().lower()
     if actor not in SENDERS:
         raise InvalidAction(f"{ACTOR_HEADER}: must be one of {', '.join(SENDERS)}, not {actor[:40]!r}")

@@ -14,7 +14,8 @@ from deskpilot.desktop.files import FileContent
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What an action produced. HTTP renders it with ``to_json``; MCP can use ``image.data`` directly."""
+    """What an action produced. HTTP renders it with ``to_json``; MCP and the action channel can use
+    ``image.data`` directly."""
 
     message: str | None = None
     image: Image | None = None
@@ -25,10 +26,16 @@ class Outcome:
     drawn: bool | None = None  # False when nothing was drawn after the action within its expectation window
     evidence: dict[str, Any] | None = None  # what an input action did, when asked (``evidence.py``)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, image_apart: bool = False) -> dict[str, Any]:
+        """The answer's body; with ``image_apart``, ``data.image`` is left out for ``data.imageBytes`` (its
+        length): the action channel sends those bytes as a binary frame of their own (``channel.py``)."""
         body: dict[str, Any] = {"success": True}
         if self.image is not None:
-            data: dict[str, Any] = {"image": pybase64.b64encode_as_string(self.image.data)}
+            data: dict[str, Any] = (
+                {"imageBytes": len(self.image.data)}
+                if image_apart
+                else {"image": pybase64.b64encode_as_string(self.image.data)}
+            )
             if self.image.media_type != "image/png":
                 data["mediaType"] = self.image.media_type
             if self.image.scaled:  # how to map a point of the image back onto the screen

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from Xlib import display as xdisplay
 
+from tests.support.desktop_process import WEBSOCKETS
 from tests.support.net import free_port, wait_http
 from tests.support.xvfb import Display, start_window_manager, start_xvfb
 
@@ -62,7 +63,7 @@ def bench_desktop() -> Iterator[BenchDesktop]:
             d.spawn(["geany", "-i", "-c", "/tmp/deskpilot-bench-geany", "/usr/share/doc/geany/README.gz"])
         time.sleep(3)
         port = free_port()
-        argv = [sys.executable, "-m", "uvicorn", "--factory", "deskpilot.desktop.api:create_app"]
+        argv = [sys.executable, "-m", "uvicorn", "--factory", "deskpilot.desktop.api:create_app", *WEBSOCKETS]
         argv += ["--port", str(port), "--workers", "1", "--log-level", "warning"]
         service = d.spawn(argv, env={"DESKTOP_DISPLAY": d.name}, cwd=ROOT)
         url = f"http://127.0.0.1:{port}"

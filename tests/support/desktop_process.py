@@ -13,13 +13,15 @@ from tests.support.net import free_port, wait_http
 from tests.support.xvfb import Display
 
 ROOT = Path(__file__).resolve().parents[2]
+# what supervisord.conf gives the desktop service's uvicorn for its WebSockets
+WEBSOCKETS = ["--ws-per-message-deflate", "false", "--ws-max-size", "4194304", "--ws-max-queue", "8"]
 
 
 @contextmanager
 def desktop_process(display: Display, **settings: str) -> Iterator[tuple[str, int]]:
     """Its URL and pid; ``settings`` are its environment's ``DESKTOP_*`` variables. Stopped on exit."""
     port = free_port()
-    argv = [sys.executable, "-m", "uvicorn", "--factory", "deskpilot.desktop.api:create_app"]
+    argv = [sys.executable, "-m", "uvicorn", "--factory", "deskpilot.desktop.api:create_app", *WEBSOCKETS]
     argv += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--log-level", "warning"]
     env = {"PYTHONPATH": str(ROOT), "DESKTOP_DISPLAY": display.name, **settings}
     proc = display.spawn(argv, env=env, cwd=ROOT)

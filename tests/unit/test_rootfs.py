@@ -123,6 +123,12 @@ def test_the_services_get_their_own_environment_and_x_clients_wait_for_the_displ
     assert {("-nolisten", "tcp"), ("-nolisten", "local")} <= set(itertools.pairwise(xvfb))
 
 
+def test_the_desktop_service_in_tests_and_benches_has_the_appliances_websocket_settings() -> None:
+    from tests.support.desktop_process import WEBSOCKETS
+
+    assert " ".join(WEBSOCKETS) in " ".join(supervisord_programs()["desktop-api"]["command"].split())
+
+
 def test_launchers_run_the_same_commands_as_the_desktop_service() -> None:
     """The Desktop icons and `POST /computer-use {"action": "application"}` start the same programs."""
     from deskpilot.desktop.apps import APPLICATIONS

@@ -27,7 +27,8 @@ def run_step(
             sent.append(request.content.decode())
 
         client = httpx.AsyncClient(base_url=desktop_url, timeout=30, event_hooks={"request": [count]})
-        async with AsyncDesktop(desktop_url, client=client) as desktop:
+        # HTTP, whose requests the hook counts (a step is one message on the action channel as well)
+        async with AsyncDesktop(desktop_url, client=client, channel=False) as desktop:
             computer = Computer(desktop, AgentSettings())
             if legacy:  # what a desktop that ignores the fields leaves the agent to do
                 computer.observe = {}

@@ -324,20 +324,28 @@ def test_the_official_mcp_client_needs_the_token(guarded: Desktop, transport: st
 # ------------------------------------------------------------------------------------------- WebSockets
 
 
-def vnc_socket(desktop: Desktop, host: str | None = None, **kwargs: Any) -> Any:
-    """A WebSocket to /vnc/websockify on 127.0.0.1; ``host`` is the name its Host header gives."""
+VNC, CHANNEL = "/vnc/websockify", "/computer-use/ws"
+
+
+def socket_to(desktop: Desktop, path: str, host: str | None = None, **kwargs: Any) -> Any:
+    """A WebSocket to ``path`` on 127.0.0.1; ``host`` is the name its Host header gives."""
     port = int(desktop.url.rsplit(":", 1)[1])
-    uri = f"ws://{host or '127.0.0.1'}:{port}/vnc/websockify"
+    uri = f"ws://{host or '127.0.0.1'}:{port}{path}"
     return websockets.connect(uri, host="127.0.0.1", port=port, subprotocols=["binary"], **kwargs)
 
 
-def handshake_status(desktop: Desktop, host: str | None = None, **kwargs: Any) -> int:
-    """101 when the bridge opened and x11vnc greeted, else the HTTP status of the refusal."""
+def handshake_status(desktop: Desktop, host: str | None = None, path: str = VNC, **kwargs: Any) -> int:
+    """101 when the socket opened and answered (x11vnc greeted, an action was done), else the HTTP status
+    of the refusal."""
 
     async def attempt() -> int:
         try:
-            async with vnc_socket(desktop, host, **kwargs) as ws:
-                assert await asyncio.wait_for(ws.recv(), 5) == b"RFB 003.008\n"
+            async with socket_to(desktop, path, host, **kwargs) as ws:
+                if path == VNC:
+                    assert await asyncio.wait_for(ws.recv(), 5) == b"RFB 003.008\n"
+                else:
+                    await ws.send('{"action": "cursor_position"}')
+                    assert '"status":200' in await asyncio.wait_for(ws.recv(), 5)
                 return 101
         except InvalidStatus as exc:
             return exc.response.status_code
@@ -345,18 +353,20 @@ def handshake_status(desktop: Desktop, host: str | None = None, **kwargs: Any) -
     return asyncio.run(attempt())
 
 
-def test_the_vnc_websocket_needs_the_token(guarded: Desktop) -> None:
-    assert handshake_status(guarded) == 401
-    assert handshake_status(guarded, additional_headers={"Authorization": "Bearer wrong"}) == 401
-    assert handshake_status(guarded, additional_headers=BEARER) == 101
+@pytest.mark.parametrize("path", [VNC, CHANNEL])
+def test_the_websockets_need_the_token(guarded: Desktop, path: str) -> None:
+    assert handshake_status(guarded, path=path) == 401
+    assert handshake_status(guarded, path=path, additional_headers={"Authorization": "Bearer wrong"}) == 401
+    assert handshake_status(guarded, path=path, additional_headers=BEARER) == 101
 
 
-def test_the_vnc_websocket_checks_host_and_origin(guarded: Desktop) -> None:
-    assert handshake_status(guarded, ATTACKER, additional_headers=BEARER) == 400
-    assert handshake_status(guarded, origin=FOREIGN, additional_headers=BEARER) == 403
-    assert handshake_status(guarded, origin="null", additional_headers=BEARER) == 403
-    assert handshake_status(guarded, origin=DASHBOARD, additional_headers=BEARER) == 101
-    assert handshake_status(guarded, origin=guarded.url, additional_headers=BEARER) == 101
+@pytest.mark.parametrize("path", [VNC, CHANNEL])
+def test_the_websockets_check_host_and_origin(guarded: Desktop, path: str) -> None:
+    assert handshake_status(guarded, ATTACKER, path, additional_headers=BEARER) == 400
+    assert handshake_status(guarded, path=path, origin=FOREIGN, additional_headers=BEARER) == 403
+    assert handshake_status(guarded, path=path, origin="null", additional_headers=BEARER) == 403
+    assert handshake_status(guarded, path=path, origin=DASHBOARD, additional_headers=BEARER) == 101
+    assert handshake_status(guarded, path=path, origin=guarded.url, additional_headers=BEARER) == 101
 
 
 # ------------------------------------------------------------------------------------------------- logs
