@@ -35,6 +35,7 @@ demo: $(STAMP) ## one task end to end on the desktop of a running `make run`, by
 
 test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite (the image too: it starts an engine)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from deskpilot import __version__
 from deskpilot.tasks.executor import UnavailableExecutor
 from deskpilot.tasks.leases import Leases
 from tests.integration.tasks.conftest import NO_DESKTOP_FILES_DIR, serve, with_store
@@ -50,7 +51,7 @@ def test_health_reports_backend(api: httpx.Client, db_url: str) -> None:
     assert r.status_code == 200
     assert r.json() == {
         "status": "ok",
-        "version": "0.1.0",
+        "version": __version__,
         "database": "sqlite" if db_url.startswith("sqlite") else "postgresql",
         "worker": False,
     }
