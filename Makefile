@@ -7,7 +7,7 @@ STAMP := $(VENV)/.stamp
 IMAGE ?= deskpilot
 
 .DEFAULT_GOAL := help
-.PHONY: help system system-test venv run demo test e2e bench bench-peers helm-lint lint format image image-test
+.PHONY: check help system system-test venv run demo test e2e bench bench-peers helm-lint lint format image image-test
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -56,6 +56,12 @@ bench/mcp-ts/node_modules: bench/mcp-ts/package-lock.json
 
 helm-lint: system-test $(STAMP) $(HELM) ## lint the Helm chart and validate what it renders (tests/integration/test_helm*.py)
 	$(VENV)/bin/pytest -q tests/integration/test_helm.py tests/integration/test_helm_fleet.py tests/integration/test_helm_metrics.py
+
+check: $(STAMP) ## the fast lane, about a minute: lint, types and the unit tests (layout, facts, docs included)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest -q tests/unit
 
 lint: $(STAMP) ## ruff, ruff format check, mypy --strict, shellcheck
 	$(VENV)/bin/ruff check .
