@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from deskpilot.computer.fields import DESKTOP_DIR
 from deskpilot.tasks.types import DESKTOP_NAME_PATTERN
 
 
@@ -160,7 +161,7 @@ class TaskSettings(BaseSettings):
     max_upload_bytes: int = 200 * 1024 * 1024
     max_files: int = 20
     # Where uploaded files land on the desktop.
-    desktop_files_dir: str = "/home/user/Desktop"
+    desktop_files_dir: str = DESKTOP_DIR
     # Time-out of one desktop API call.
     desktop_timeout: float = 60.0
     # This desktop in the fleet: its name (default: the host name), the labels tasks may ask for, and the URL

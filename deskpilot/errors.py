@@ -96,6 +96,14 @@ class HandsUnavailable(DesktopError):
     retry_after = 1
 
 
+class AccessibilityUnavailable(DesktopError):
+    """The AT-SPI bus of the desktop session does not answer (at-spi-bus-launcher is not running, or is
+    restarting); /health reports it."""
+
+    status = 503
+    retry_after = 1
+
+
 class ActionTimedOut(DesktopError):
     """The desktop did not do something within its bound (an application showed no window); the action
     failed, the display is fine."""
@@ -107,8 +115,13 @@ class ClipboardBusy(ActionTimedOut):
     """The clipboard could not be taken in time."""
 
 
+def failure_body(error: str) -> dict[str, Any]:
+    """The desktop service's answer to anything that failed: what is wrong and how to fix it."""
+    return {"success": False, "error": error}
+
+
 def desktop_error_body(exc: DesktopError) -> dict[str, Any]:
-    body: dict[str, Any] = {"success": False, "error": exc.message}
+    body = failure_body(exc.message)
     if exc.file_action:
         body["message"] = exc.message
     return body

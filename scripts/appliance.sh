@@ -24,6 +24,10 @@
 #                                        token would come from (no secret), then exit
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The directory the package is imported from: the checkout itself, or site-packages when this is the installed
+# package's copy (deskpilot/_appliance, which setup.py lays out as the checkout; `deskpilot up` runs it).
+code=$here
+[[ -f $code/deskpilot/__init__.py ]] || code=$(cd "$here/../.." && pwd)
 
 export DESKPILOT_DISPLAY=${DESKPILOT_DISPLAY:-:0}
 export DESKPILOT_HOST=${DESKPILOT_HOST:-127.0.0.1}
@@ -38,6 +42,8 @@ export DESKPILOT_RUN_DIR=${DESKPILOT_RUN_DIR:-/run/deskpilot}
 export DESKPILOT_VENV=${DESKPILOT_VENV:-$here/.venv}
 # SQLite in the state dir unless DATABASE_URL (which the agent prefers) points elsewhere, e.g. PostgreSQL
 export AGENT_DATABASE_URL=${AGENT_DATABASE_URL:-sqlite+aiosqlite:///$DESKPILOT_STATE_DIR/agent.db}
+# what POST /reset brings the home back to: this copy's skeleton, wherever the package is installed
+export DESKTOP_SKELETON=${DESKTOP_SKELETON:-$here/rootfs/home/user}
 
 log() { echo "deskpilot: $*" >&2; }
 fail() {
@@ -55,7 +61,7 @@ export DESKPILOT_HOME=${DESKPILOT_HOME:-$(getent passwd "$DESKPILOT_USER" | cut 
 # The user a service runs as: $1, or root when $1 cannot import the package from this checkout.
 runs_as() {
   if (cd / && runuser -u "$1" -- "$DESKPILOT_VENV/bin/python" -c 'import deskpilot' 2>/dev/null) \
-    && runuser -u "$1" -- test -r "$here/deskpilot/__init__.py"; then
+    && runuser -u "$1" -- test -r "$code/deskpilot/__init__.py" -a -r "$here/supervisord.conf"; then
     echo "$1"
   else
     echo root
@@ -210,7 +216,10 @@ desktop_credential=
 # What every program of the session sees (and the applications started from it), without a secret.
 session_env=(
   "HOME=$DESKPILOT_HOME" "USER=$DESKPILOT_USER" "LOGNAME=$DESKPILOT_USER" "DISPLAY=$DESKPILOT_DISPLAY"
-  "XAUTHORITY=$xauthority" "XDG_RUNTIME_DIR=$DESKPILOT_RUN_DIR/session" "NO_AT_BRIDGE=1"
+  "XAUTHORITY=$xauthority" "XDG_RUNTIME_DIR=$DESKPILOT_RUN_DIR/session"
+  # accessibility on in every toolkit (the accessibility action; deskpilot/desktop/session.py says the same for
+  # the programs the service starts): GTK's bridge, Firefox's and Thunderbird's, Qt's (KeePassXC)
+  "GNOME_ACCESSIBILITY=1" "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1" "QT_ACCESSIBILITY=1"
   "DBUS_SESSION_BUS_ADDRESS=unix:path=$DESKPILOT_RUN_DIR/session/bus"
   # a private TMPDIR: single-instance apps (KeePassXC) lock there, so a second appliance gets its own
   "TMPDIR=$DESKPILOT_RUN_DIR/session/tmp"

@@ -41,6 +41,7 @@ RESULTS = {
     "cursor_position": ("Point", "point_of"),
     "read_file": ("FileData", "file_of"),
     "write_file": ("str", "message_of"),
+    "accessibility": ("dict[str, Any]", "data_of"),
 }
 NO_RESULT = ("None", "no_result")
 # What a caller of the client must know beyond the model's docstring.
@@ -48,6 +49,7 @@ NOTES = {
     "write_file": "The client takes ``data`` as bytes, or as text it writes in UTF-8.",
     "read_file": "Returns the bytes, with their ``name`` and ``media_type`` (``.text`` decodes UTF-8).",
     "screenshot": "Returns the encoded image as bytes, with its ``width`` and ``height``.",
+    "accessibility": "Returns the answer's ``data``: ``root`` (the tree), ``nodes``, ``capped``, ``limits``.",
 }
 
 HEADER = '''\
@@ -72,6 +74,7 @@ from deskpilot.computer.results import (
     as_options,
     as_point,
     as_points,
+    data_of,
     file_of,
     message_of,
     no_result,

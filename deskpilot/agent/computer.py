@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from deskpilot.agent.context import image_block, text_block
 from deskpilot.agent.frames import resize_png, settle
-from deskpilot.agent.tools import Zoom
+from deskpilot.agent.tools import HIDDEN_ACTIONS, Zoom
 from deskpilot.computer.actions import ACTION_MODELS, parse_action
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
 from deskpilot.computer.geometry import SCREEN, Size, png_size, scaled_size, screen_rect, to_model
@@ -32,6 +32,12 @@ from deskpilot.errors import InvalidAction
 log = logging.getLogger(__name__)
 
 MAX_TEXT_CHARS = 20_000
+# the elements tool's bound: ~2,000 tokens at 4 characters a token, however big the window's tree
+MAX_ELEMENT_LINES = 150
+MAX_ELEMENT_CHARS = 8_000
+MAX_ELEMENT_NAME = 80  # characters of one element's name (a link's may be a paragraph)
+VALUE_ROLES = frozenset({"entry", "text", "combo box", "spin button"})  # what they hold is worth a look
+MAX_ELEMENT_VALUE = 40
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 DOWN_RETRIES = (0.5, 1.0, 2.0)
 
@@ -106,6 +112,19 @@ class Computer:
         shot = str(data["image"])
         return ToolOutcome([text_block(said), image_block(shot)], key=_digest(shot))
 
+    async def elements(self) -> ToolOutcome:
+        """The focused window's controls as lines of text, centres in the model's pixels (``render``): what
+        the accessibility action answers with ``interactiveOnly`` and ``space``, bounded in tokens."""
+        fields: dict[str, Any] = {"interactiveOnly": True}
+        if self.image != SCREEN:
+            fields["space"] = {"width": self.image.width}
+        try:  # not _call: an AT-SPI bus down is a 503 the model can work around, not the desktop down
+            body = await self.desktop.action("accessibility", **fields)
+        except DesktopClientError as exc:
+            return _error(f"The accessibility tree is not available ({exc.message}); use the screenshot.")
+        said = render(body.get("data") or {})
+        return ToolOutcome([text_block(said)], key=_digest(said))
+
     async def _call(self, action: str, **fields: Any) -> dict[str, Any]:
         """One desktop call; retried while the desktop is unreachable or 503, then DesktopDown."""
         for delay in (*DOWN_RETRIES, None):
@@ -149,7 +168,7 @@ class Computer:
     async def run(self, action: str, args: dict[str, Any]) -> ToolOutcome:
         """Run ``computer_<action>`` with the model's `args`; never raises for the model's mistakes."""
         model = ACTION_MODELS.get(action)
-        if model is None:
+        if model is None or action in HIDDEN_ACTIONS:
             return _error(f"Unknown action {action!r}.")
         if "__invalid_json__" in args:
             return _error(f"Arguments were not a JSON object: {args['__invalid_json__'][:200]}")
@@ -202,6 +221,8 @@ def describe(evidence: Any, image: Size = SCREEN) -> str:
     parts = ["Done."]
     if evidence.get("keysDelivered") is False:
         parts.append("No window has the keyboard focus, so the keys went nowhere: click into a window first.")
+    if evidence.get("textChanged") is False:
+        parts.append("The text of the focused field did not change.")
     box = evidence.get("damaged")
     if evidence.get("screenChanged") is False:
         parts.append("Nothing on the screen changed.")
@@ -213,6 +234,64 @@ def describe(evidence: Any, image: Size = SCREEN) -> str:
     if after and after.get("id") != before.get("id"):
         parts.append(f"The focus moved to the window {after.get('title')!r}.")
     return " ".join(parts)
+
+
+def render(tree: dict[str, Any]) -> str:
+    """The elements tool's text: a header naming the window, then one line per element shown (role, name,
+    what a field holds, centre ``(x, y)``), in the tree's order (top to bottom, mostly); cut at
+    ``MAX_ELEMENT_LINES`` lines or ``MAX_ELEMENT_CHARS`` characters, which the last line says, as the header
+    says the size in tokens (4 characters a token, as ``estimate_tokens`` counts)."""
+    root = tree.get("root")
+    if not isinstance(root, dict):
+        return str(tree.get("message") or "The focused window exposes no accessibility tree.")
+    lines: list[str] = []
+    shown, used = 0, 0
+    elements = [node for node in _descendants(root) if node.get("bounds")]
+    for node in elements:
+        line = _line(node)
+        if shown == MAX_ELEMENT_LINES or used + len(line) + 1 > MAX_ELEMENT_CHARS:
+            break
+        lines.append(line)
+        shown, used = shown + 1, used + len(line) + 1
+    if shown < len(elements):
+        lines.append(
+            f"[{len(elements) - shown} more not listed: the list is capped at {MAX_ELEMENT_LINES} lines "
+            f"and {MAX_ELEMENT_CHARS} characters]"
+        )
+    if tree.get("capped"):
+        lines.append(f"[the tree itself was cut: {', '.join(tree['capped'])}]")
+    body = "\n".join(lines)
+    title = _clip(str(root.get("name") or ""), MAX_ELEMENT_NAME)
+    head = (
+        f"The focused window {title!r} ({root.get('role')}): {len(elements)} elements, centres (x, y) in "
+        f"screenshot pixels; this list is {len(body)} characters, about {len(body) // 4} tokens."
+    )
+    return f"{head}\n{body}" if body else f"{head}\nNo element a user can act on is shown."
+
+
+def _descendants(node: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for child in node.get("children") or [] for n in (child, *_descendants(child))]
+
+
+def _line(node: dict[str, Any]) -> str:
+    box = node["bounds"]
+    parts = [str(node.get("role") or "element")]
+    if node.get("name"):
+        parts.append(repr(_clip(str(node["name"]), MAX_ELEMENT_NAME)))
+    if node.get("role") in VALUE_ROLES and node.get("text"):
+        parts.append(f"holding {_clip(str(node['text']), MAX_ELEMENT_VALUE)!r}")
+    states = [s for s in ("focused", "checked", "selected", "expanded") if s in node.get("states", ())]
+    if "sensitive" not in node.get("states", ("sensitive",)):
+        states.append("disabled")
+    if states:
+        parts.append(f"[{', '.join(states)}]")
+    parts.append(f"({box['x'] + box['width'] // 2}, {box['y'] + box['height'] // 2})")
+    return " ".join(parts)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def unsettled(body: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import posixpath
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from deskpilot.agent.guards import Budget, RepeatGuard
 from deskpilot.agent.litellm_loader import litellm_module
 from deskpilot.agent.llm import LLM, LLMError, Reply, Usage
 from deskpilot.agent.tools import CreateTask, SetTaskStatus, tool_definitions
+from deskpilot.computer.fields import APPLICATION_NAMES, DESKTOP_DIR
 from deskpilot.computer.tools import PREFIX
 from deskpilot.config import AgentSettings
 from deskpilot.errors import UpstreamUnavailable
@@ -65,15 +67,15 @@ FINAL_STATUS = {
 }
 
 SYSTEM_PROMPT = """\
-You are Deskpilot, an agent that operates a Linux desktop (XFCE-style, user `user`, home /home/user with
+You are Deskpilot, an agent that operates a Linux desktop (XFCE-style, user `user`, home {home} with
 Desktop, Documents and Downloads) to carry out the user's task. You see the screen as {width}x{height}
 screenshots; every coordinate you give is in those pixels. Today is {today}.
 
 How to work:
 - Act with the computer_* tools. After each action you get a screenshot of the settled screen; look at it
   before the next step. Prefer keyboard shortcuts and computer_application to open programs
-  (terminal, browser, code_editor, directory, email_client, password_manager).
-- Files uploaded with the task are on the desktop (/home/user/Desktop); read them with computer_read_file.
+  ({programs}).
+- Files uploaded with the task are on the desktop ({desktop}); read them with computer_read_file.
 - When the task is done, call set_task_status with status "completed" and a description of the result.
   If you need information or a decision from the human, call set_task_status with "needs_help" and your
   question. If the result should be checked by a human before it counts as done, use "needs_review".
@@ -156,6 +158,9 @@ class Run:
             width=self.computer.image.width,
             height=self.computer.image.height,
             today=datetime.now(UTC).strftime("%A %Y-%m-%d"),
+            home=posixpath.dirname(DESKTOP_DIR),
+            desktop=DESKTOP_DIR,
+            programs=", ".join(a for a in APPLICATION_NAMES if a != "desktop"),  # "desktop" is not a program
         )
 
     # ------------------------------------------------------------------------------------------ the run
@@ -263,6 +268,8 @@ class Run:
                 outcome = await self._create_task(args)
             elif name == "zoom":
                 outcome = await self.computer.zoom(args)
+            elif name == "elements":  # a read, as zoom: no need to wait for control
+                outcome = await self.computer.elements()
             elif name.startswith(PREFIX):
                 taken = not await self.ctx.has_control()
                 if taken:  # no desktop action while a human holds control (POST /tasks/:id/takeover)

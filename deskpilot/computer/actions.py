@@ -30,20 +30,23 @@ from deskpilot.computer.fields import (
     MAX_SCROLLS,
     MAX_TEXT,
     MAX_WAIT_MS,
+    AccessibilityWindow,
     ApplicationName,
     Button,
     Coordinates,
     Delay,
+    ElementId,
+    FilePath,
     HoldKeys,
     JSONNumber,
     KeyList,
     Path,
     Press,
+    Region,
     ScreenshotOptions,
     ScrollDirection,
     Settle,
     Space,
-    bidi_problem,
     points_into_screen,
 )
 from deskpilot.errors import InvalidAction
@@ -95,13 +98,21 @@ class TraceMouse(Observed):
 
 
 class ClickMouse(Observed):
-    """Click ``clickCount`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
+    """Click ``clickCount`` times (2 = double, 3 = triple click) at ``coordinates``, at the centre of an
+    accessibility ``element``, or where the pointer is."""
 
     action: Literal["click_mouse"]
     coordinates: Coordinates | None = None
+    element: ElementId | None = None
     button: Button
     clickCount: Annotated[int, JSONNumber] = Field(ge=1, le=MAX_CLICKS)
     holdKeys: HoldKeys | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ClickMouse:
+        if self.element is not None and self.coordinates is not None:
+            raise ValueError("give either 'coordinates' or 'element', not both")
+        return self
 
 
 class PressMouse(Observed):
@@ -164,10 +175,12 @@ Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_check_text)]
 
 
 class TypeText(Observed):
-    """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
+    """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab. With
+    ``element`` (an accessibility id), into that element, focused first."""
 
     action: Literal["type_text"]
     text: Text
+    element: ElementId | None = None
     delay: Delay | None = None
 
     @model_validator(mode="after")
@@ -211,16 +224,23 @@ class Application(Observed):
     application: ApplicationName
 
 
-FilePath = Annotated[str, Field(min_length=1, max_length=4096, description="~/Desktop-relative or absolute")]
+class Accessibility(_Action):
+    """The accessibility (AT-SPI) tree of the focused window, or of every window: each element's role, name,
+    states, bounds and (text roles) text, with an ``id`` that click_mouse and type_text take as ``element``.
+    ``interactiveOnly`` keeps the controls shown now; ``within`` the elements that overlap a rectangle."""
 
+    action: Literal["accessibility"]
+    window: AccessibilityWindow = Field(default="focused", description="the focused window, or all")
+    maxDepth: Annotated[int, JSONNumber] = Field(default=30, ge=1, le=100, description="levels read, 1-100")
+    interactiveOnly: StrictBool = Field(default=False, description="only the controls shown now")
+    within: Region | None = Field(default=None, description="only the elements overlapping this rectangle")
+    space: Space = Field(default=None, description="the pixels of bounds and within (default: the screen)")
 
-def _check_path(path: str) -> str:
-    if "\x00" in path:
-        raise ValueError("path contains a NUL character")
-    problem = bidi_problem(path)
-    if problem is not None:
-        raise ValueError(f"path {problem}")
-    return path
+    @model_validator(mode="after")
+    def _within_on_screen(self) -> Accessibility:  # ``space`` stays: it maps the answer's bounds
+        if self.space is not None and self.within is not None:
+            self.within = self.space.region_to_screen(self.within)
+        return self
 
 
 def decoded_size(b64: str | memoryview) -> int:
@@ -233,7 +253,7 @@ class WriteFile(_Action):
     """Write a file (base64 ``data``) as the desktop user; relative paths are under ~/Desktop."""
 
     action: Literal["write_file"]
-    path: Annotated[FilePath, AfterValidator(_check_path)]
+    path: FilePath
     data: str = Field(description="base64 of the file content")
     overwrite: StrictBool = Field(
         default=True, description="false: never replace an existing file, answer 409 instead"
@@ -267,7 +287,7 @@ class ReadFile(_Action):
     """Read a file as the desktop user; relative paths are under ~/Desktop."""
 
     action: Literal["read_file"]
-    path: Annotated[FilePath, AfterValidator(_check_path)]
+    path: FilePath
 
 
 Action = Annotated[
@@ -285,6 +305,7 @@ Action = Annotated[
     | Screenshot
     | CursorPosition
     | Application
+    | Accessibility
     | WriteFile
     | ReadFile,
     Field(discriminator="action"),

@@ -19,6 +19,7 @@ from deskpilot.computer.results import (
     as_options,
     as_point,
     as_points,
+    data_of,
     file_of,
     message_of,
     no_result,
@@ -83,6 +84,7 @@ class Actions:
     def click_mouse(
         self,
         coordinates: PointLike | None = None,
+        element: str | None = None,
         button: fields.Button = "left",
         click_count: int = 1,
         hold_keys: Sequence[str] | None = None,
@@ -92,7 +94,8 @@ class Actions:
         evidence: bool = False,
         space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
-        """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
+        """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates``, at the centre of an
+        accessibility ``element``, or where the pointer is."""
         return self._act(
             "click_mouse",
             {
@@ -101,6 +104,7 @@ class Actions:
                 "evidence": evidence,
                 "space": as_options(space),
                 "coordinates": as_point(coordinates),
+                "element": element,
                 "button": button,
                 "clickCount": click_count,
                 "holdKeys": as_keys(hold_keys),
@@ -240,6 +244,7 @@ class Actions:
     def type_text(
         self,
         text: str,
+        element: str | None = None,
         delay: int | None = None,
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
@@ -247,7 +252,8 @@ class Actions:
         evidence: bool = False,
         space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
-        """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
+        """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab.
+        With ``element`` (an accessibility id), into that element, focused first."""
         return self._act(
             "type_text",
             {
@@ -256,6 +262,7 @@ class Actions:
                 "evidence": evidence,
                 "space": as_options(space),
                 "text": text,
+                "element": element,
                 "delay": delay,
             },
             no_result,
@@ -347,6 +354,31 @@ class Actions:
             no_result,
         )
 
+    def accessibility(
+        self,
+        window: fields.AccessibilityWindow = "focused",
+        max_depth: int = 30,
+        interactive_only: bool = False,
+        within: fields.Region | dict[str, Any] | None = None,
+        *,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The accessibility (AT-SPI) tree of the focused window, or of every window: each element's role,
+        name, states, bounds and (text roles) text, with an ``id`` that click_mouse and type_text take as
+        ``element``. ``interactive_only`` keeps the controls shown now; ``within`` the elements that overlap a
+        rectangle. Returns the answer's ``data``: ``root`` (the tree), ``nodes``, ``capped``, ``limits``."""
+        return self._act(
+            "accessibility",
+            {
+                "window": window,
+                "maxDepth": max_depth,
+                "interactiveOnly": interactive_only,
+                "within": as_options(within),
+                "space": as_options(space),
+            },
+            data_of,
+        )
+
     def write_file(self, path: str, data: bytes | str, overwrite: bool = True) -> str:
         """Write a file (base64 ``data``) as the desktop user; relative paths are under ~/Desktop. The client
         takes ``data`` as bytes, or as text it writes in UTF-8."""
@@ -413,6 +445,7 @@ class AsyncActions:
     async def click_mouse(
         self,
         coordinates: PointLike | None = None,
+        element: str | None = None,
         button: fields.Button = "left",
         click_count: int = 1,
         hold_keys: Sequence[str] | None = None,
@@ -422,7 +455,8 @@ class AsyncActions:
         evidence: bool = False,
         space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
-        """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates`` or the pointer."""
+        """Click ``click_count`` times (2 = double, 3 = triple click) at ``coordinates``, at the centre of an
+        accessibility ``element``, or where the pointer is."""
         return await self._act(
             "click_mouse",
             {
@@ -431,6 +465,7 @@ class AsyncActions:
                 "evidence": evidence,
                 "space": as_options(space),
                 "coordinates": as_point(coordinates),
+                "element": element,
                 "button": button,
                 "clickCount": click_count,
                 "holdKeys": as_keys(hold_keys),
@@ -570,6 +605,7 @@ class AsyncActions:
     async def type_text(
         self,
         text: str,
+        element: str | None = None,
         delay: int | None = None,
         *,
         settle: fields.Settle | dict[str, Any] | None = None,
@@ -577,7 +613,8 @@ class AsyncActions:
         evidence: bool = False,
         space: fields.ImageSpace | dict[str, Any] | None = None,
     ) -> None:
-        """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab."""
+        """Type any Unicode text independent of the keyboard layout; ``\\n`` is Return and ``\\t`` is Tab.
+        With ``element`` (an accessibility id), into that element, focused first."""
         return await self._act(
             "type_text",
             {
@@ -586,6 +623,7 @@ class AsyncActions:
                 "evidence": evidence,
                 "space": as_options(space),
                 "text": text,
+                "element": element,
                 "delay": delay,
             },
             no_result,
@@ -675,6 +713,31 @@ class AsyncActions:
                 "application": application,
             },
             no_result,
+        )
+
+    async def accessibility(
+        self,
+        window: fields.AccessibilityWindow = "focused",
+        max_depth: int = 30,
+        interactive_only: bool = False,
+        within: fields.Region | dict[str, Any] | None = None,
+        *,
+        space: fields.ImageSpace | dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The accessibility (AT-SPI) tree of the focused window, or of every window: each element's role,
+        name, states, bounds and (text roles) text, with an ``id`` that click_mouse and type_text take as
+        ``element``. ``interactive_only`` keeps the controls shown now; ``within`` the elements that overlap a
+        rectangle. Returns the answer's ``data``: ``root`` (the tree), ``nodes``, ``capped``, ``limits``."""
+        return await self._act(
+            "accessibility",
+            {
+                "window": window,
+                "maxDepth": max_depth,
+                "interactiveOnly": interactive_only,
+                "within": as_options(within),
+                "space": as_options(space),
+            },
+            data_of,
         )
 
     async def write_file(self, path: str, data: bytes | str, overwrite: bool = True) -> str:

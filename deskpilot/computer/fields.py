@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     AfterValidator,
@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from deskpilot.computer import keys
-from deskpilot.computer.geometry import SCREEN, Size, image_size, to_screen
+from deskpilot.computer.geometry import SCREEN, Size, image_size, to_model, to_screen
 
 SCREEN_WIDTH, SCREEN_HEIGHT = SCREEN.width, SCREEN.height
 MAX_CLICKS, MAX_SCROLLS, MAX_WAIT_MS, MAX_TEXT = 10, 100, 300_000, 100_000
@@ -29,9 +29,15 @@ Button = Literal["left", "right", "middle", "back", "forward"]
 Press = Literal["up", "down"]
 ScrollDirection = Literal["up", "down", "left", "right"]
 ImageFormat = Literal["png", "jpeg", "webp"]
+# The application names, here alone: the desktop's table of programs (deskpilot/desktop/apps.py), the agent's
+# tools and prompt, the launchers of rootfs/ and the docs follow it (tests compare them)
 ApplicationName = Literal[
-    "browser", "password_manager", "email_client", "code_editor", "terminal", "desktop", "directory"
+    "terminal", "browser", "code_editor", "directory", "email_client", "password_manager", "desktop"
 ]
+APPLICATION_NAMES: tuple[str, ...] = get_args(ApplicationName)
+# Where the file actions' relative paths and a task's uploaded files land: the desktop user's Desktop
+DESKTOP_DIR = "/home/user/Desktop"
+AccessibilityWindow = Literal["focused", "all"]
 FILE_ACTIONS = frozenset({"write_file", "read_file"})
 
 # The bidirectional controls: embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069), the marks
@@ -52,6 +58,23 @@ def bidi_problem(text: str) -> str | None:
         f"contains the bidirectional control character U+{ord(char):04X} {unicodedata.name(char)}, which "
         "makes a name display other than it is; remove it"
     )
+
+
+def _check_path(path: str) -> str:
+    if "\x00" in path:
+        raise ValueError("path contains a NUL character")
+    problem = bidi_problem(path)
+    if problem is not None:
+        raise ValueError(f"path {problem}")
+    return path
+
+
+# a file action's path
+FilePath = Annotated[
+    str,
+    Field(min_length=1, max_length=4096, description="~/Desktop-relative or absolute"),
+    AfterValidator(_check_path),
+]
 
 
 def _check_key(name: str) -> str:
@@ -103,6 +126,13 @@ class Coordinates(BaseModel):
 
 
 Path = Annotated[list[Coordinates], Field(min_length=1, max_length=MAX_PATH_POINTS)]
+ElementId = Annotated[
+    str,
+    Field(
+        pattern=r"^\d+\.\d+/[A-Za-z0-9_/]{1,200}$",
+        description="an element's id, as accessibility answers it ('1.42/117')",
+    ),
+]
 
 
 class Region(BaseModel):
@@ -149,6 +179,19 @@ class ImageSpace(BaseModel):
             return to_screen(x, y, size)
         area = Size(self.region.width, self.region.height)
         return to_screen(x, y, size, area, origin=(self.region.x, self.region.y))
+
+    def region_to_screen(self, box: Region) -> Region:
+        """A rectangle of the image → the screen pixels it shows."""
+        x0, y0 = self.to_screen(box.x, box.y)
+        x1, y1 = self.to_screen(box.x + box.width - 1, box.y + box.height - 1)
+        return Region.model_construct(x=x0, y=y0, width=x1 - x0 + 1, height=y1 - y0 + 1)
+
+    def to_image(self, x: float, y: float) -> tuple[int, int]:
+        """A screen pixel → the pixel of the image that shows it (clamped onto the image)."""
+        if self.region is None:
+            return to_model(x, y, self.size)
+        area = Size(self.region.width, self.region.height)
+        return to_model(x - self.region.x, y - self.region.y, self.size, area)
 
 
 def points_into_screen(data: Any) -> Any:

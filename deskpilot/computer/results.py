@@ -120,6 +120,12 @@ def screenshot_of(body: dict[str, Any]) -> ScreenImage:
     return ScreenImage(raw, str(data.get("mediaType") or "image/png"))
 
 
+def data_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The answer's ``data`` as it is (the accessibility tree: ``root``, ``nodes``, ``capped``)."""
+    data: dict[str, Any] = body["data"]
+    return data
+
+
 def point_of(body: dict[str, Any]) -> Point:
     return Point(int(body["data"]["x"]), int(body["data"]["y"]))
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from deskpilot.computer import fields
 from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.computer.geometry import SCREEN, Size
 
@@ -41,7 +42,7 @@ KEY_NAMES = (
     "or an X keysym name such as Page_Up or KP_5. A letter is its key in either case (C is the c key): "
     "name shift to get Shift."
 )
-APPLICATIONS = "terminal, browser, code_editor, directory, email_client, password_manager, desktop"
+APPLICATIONS = ", ".join(fields.APPLICATION_NAMES)
 # What the action models' docstrings cannot say: when to prefer which tool.
 GUIDANCE: dict[str, str] = {
     "click_mouse": "Omit coordinates to click where the pointer is.",
@@ -54,8 +55,8 @@ GUIDANCE: dict[str, str] = {
     "screenshot": "Call after acting to see the result.",
     "application": f"Launches the application if it is not running, otherwise focuses and maximises it "
     f"({APPLICATIONS}).",
-    "write_file": "data is base64. Relative paths are under /home/user/Desktop.",
-    "read_file": "Relative paths are under /home/user/Desktop; text comes back as text, images as images.",
+    "write_file": f"data is base64. Relative paths are under {fields.DESKTOP_DIR}.",
+    "read_file": f"Relative paths are under {fields.DESKTOP_DIR}; text comes back as text, images as images.",
 }
 
 

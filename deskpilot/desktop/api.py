@@ -26,7 +26,13 @@ from deskpilot.desktop.body import install_gate, parse_action_body, read_action_
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.mcp import MCPEndpoint
 from deskpilot.desktop.metrics import DesktopMetrics
-from deskpilot.errors import DesktopError, desktop_error_body, desktop_error_headers, internal_error_text
+from deskpilot.errors import (
+    DesktopError,
+    desktop_error_body,
+    desktop_error_headers,
+    failure_body,
+    internal_error_text,
+)
 from deskpilot.security import Guard, authorized, deny_framing, policy_for
 from deskpilot.web import json_response
 
@@ -170,13 +176,11 @@ async def desktop_error(request: Request, exc: Exception) -> Response:
 
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
-    return json_response(
-        {"success": False, "error": str(exc.detail)}, exc.status_code, dict(exc.headers or {})
-    )
+    return json_response(failure_body(str(exc.detail)), exc.status_code, dict(exc.headers or {}))
 
 
 async def internal_error(request: Request, exc: Exception) -> Response:
-    return json_response({"success": False, "error": internal_error_text(exc)}, 500)
+    return json_response(failure_body(internal_error_text(exc)), 500)
 
 
 def openapi_with_actions(app: FastAPI) -> dict[str, Any]:
@@ -207,7 +211,7 @@ def install_metrics(app: FastAPI, controller: DesktopController, settings: Metri
 
 def refusal(status: int, message: str, headers: dict[str, str]) -> Response:
     """The Guard's refusals (deskpilot/security.py) in the desktop's error shape."""
-    return json_response({"success": False, "error": message}, status, headers)
+    return json_response(failure_body(message), status, headers)
 
 
 def create_app(
@@ -247,7 +251,7 @@ def create_app(
     )
     app.state.controller = controller
     # /health reports every probe by name; the appliance adds e.g. app.state.health_probes["vnc"]
-    app.state.health_probes = {"display": controller.display_problem}
+    app.state.health_probes = controller.health_probes()  # display, accessibility (with the hands worker)
     app.include_router(router)
     app.include_router(channel.router)  # GET /computer-use/ws: the same actions on one open WebSocket
     app.include_router(journal_routes.router)  # GET /journal, /journal/frames/{id}

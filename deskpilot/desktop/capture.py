@@ -135,6 +135,8 @@ class Capturer:
             if cached is not None and cached[0] == changes:
                 return cached[1]  # nothing was drawn since it was captured
             kept = self._rows(key, damage, size) if region is None else None
+            if kept is None:  # resampled whole: the kept frame goes now, not after the new one is made
+                self._scaled.pop(key, None)
             screen = self._grab(damage, changes)
             # fresh arrays (own memory): cvtColor drops the padding byte on the way
             if kept is not None:
@@ -241,8 +243,11 @@ def encode(
 def tune_malloc() -> None:
     """Keep frame-sized buffers on the heap instead of fresh mmaps: a page fault costs ~2.7 us on a small
     VM, and a 1080p frame re-faulted per screenshot loses 3-9 ms. Same effect as MALLOC_MMAP_THRESHOLD_=32 MiB
-    and MALLOC_TRIM_THRESHOLD_=1 GiB."""
-    m_trim_threshold, m_mmap_threshold = -1, -3
+    and MALLOC_TRIM_THRESHOLD_=1 GiB. And one arena (MALLOC_ARENA_MAX=1): each thread that captures, resamples
+    or stores a frame would otherwise keep frame-sized buffers of its own in an arena of its own (~15 MiB of
+    RSS after bench/desktop.py's run)."""
+    m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8
     with contextlib.suppress(AttributeError):
         libc.mallopt(m_mmap_threshold, 32 << 20)
         libc.mallopt(m_trim_threshold, 1 << 30)
+        libc.mallopt(m_arena_max, 1)

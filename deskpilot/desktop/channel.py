@@ -29,7 +29,13 @@ from deskpilot.computer import actions
 from deskpilot.desktop import journal_routes
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.outcome import Outcome
-from deskpilot.errors import DesktopError, InvalidAction, desktop_error_body, internal_error_text
+from deskpilot.errors import (
+    DesktopError,
+    InvalidAction,
+    desktop_error_body,
+    failure_body,
+    internal_error_text,
+)
 from deskpilot.web import dumps, json_response
 
 log = logging.getLogger(__name__)
@@ -133,7 +139,7 @@ async def answer(
         return dumps(head), None
     except Exception as exc:  # as the HTTP route's handler answers it; the socket stays open
         log.exception("action failed on the channel")
-        return dumps({"id": ident, "status": 500, "success": False, "error": internal_error_text(exc)}), None
+        return dumps({"id": ident, "status": 500, **failure_body(internal_error_text(exc))}), None
     held.update(action)
     body = {"id": ident, "status": 200, **outcome.to_dict(image_apart)}
     image = outcome.image.data if image_apart and outcome.image is not None else None

@@ -30,6 +30,7 @@ from deskpilot.desktop.body import decode_data
 from deskpilot.desktop.capture import Image, tune_malloc
 from deskpilot.desktop.connections import Connections
 from deskpilot.desktop.damage import DamageWatcher
+from deskpilot.desktop.elements import ElementActions
 from deskpilot.desktop.files import DesktopUser
 from deskpilot.desktop.handsd import hands_for
 from deskpilot.desktop.input import Input
@@ -70,6 +71,7 @@ class DesktopController:
         self.windows = WindowActions(shared, self.settings, self.hands)
         self.reset = Reset(shared, self.windows, self.hands, self.settings.skeleton)
         self.journal = Journal(self.settings, lambda: self.capture().data, self.settle)
+        self.elements = ElementActions(self.connections, self.hands, mouse.click_mouse)
         self._handlers: dict[type[actions.Action], Handler] = {
             actions.MoveMouse: mouse.move_mouse,
             actions.TraceMouse: mouse.trace_mouse,
@@ -83,6 +85,7 @@ class DesktopController:
             actions.TypeText: keyboard.type_text,
             actions.PasteText: PasteActions(shared).paste_text,
             actions.Application: self.windows.application,
+            actions.Accessibility: self.elements.accessibility,
             actions.Wait: self.wait,
             actions.Screenshot: self.screenshot,
             actions.WriteFile: self.write_file,
@@ -108,10 +111,12 @@ class DesktopController:
         outcome, error, result = "500", None, None
         try:
             wants_evidence = isinstance(action, actions.Observed) and action.evidence
-            before = await self._before() if wants_evidence else None
+            before = await self._before(action) if wants_evidence else None
             # what was drawn before an input action is not its doing: the count it starts from
             mark = before.changes if before else await self._mark(action)
             jobs = self._jobs_before(action) if getattr(action, "settle", None) is not None else None
+            if getattr(action, "element", None) is not None:  # an accessibility id: where it is now
+                action = await self.elements.resolve(action)
             result = await self._handlers[type(action)](action)
             if isinstance(action, actions.Looks):  # the input actions and wait
                 result = await self.observe(action, result, before, mark, jobs)
@@ -144,6 +149,14 @@ class DesktopController:
         except DesktopError as exc:
             return exc.message
         return None
+
+    def health_probes(self) -> dict[str, Callable[[], Awaitable[str | None]]]:
+        """What /health asks: the display; and with the desktop user's worker (the appliance, which runs the
+        session's AT-SPI bus) whether that bus answers, ``accessibility``."""
+        probes: dict[str, Callable[[], Awaitable[str | None]]] = {"display": self.display_problem}
+        if self.settings.hands_socket is not None:
+            probes["accessibility"] = self.hands.accessibility_problem
+        return probes
 
     def launched(self) -> dict[str, int]:
         """The pids of the programs ``application`` started (tests stop them; in the appliance they outlive
@@ -271,16 +284,20 @@ class DesktopController:
             now = await self._damage_now()
         watcher = self.connections.damage() if now is not None else None
         damaged = watcher.damaged_since(before.changes) if watcher and before.changes is not None else None
-        return evidence.After(focus, pointer, now, damaged, keys)
+        text = await self.elements.text_after(before.text)
+        return evidence.After(focus, pointer, now, damaged, keys, text)
 
-    async def _before(self) -> evidence.Before:
+    async def _before(self, action: actions.Action) -> evidence.Before:
         inline = self.connections.capture_path is not None
+        keyboard = action.action in KEYBOARD_ACTIONS
         with self.connections.using() as x:
             asked = evidence.ask(x, guess=self._focus_guess)
             changes = self._damage_count() if inline else None  # its round trip overlaps the read asked
             focus, _ = evidence.answer(x, asked)
             self._focus_guess = focus.id if focus else 0
-        return evidence.Before(focus, changes if inline else await self._damage_now())
+            pid = x.window_pid(focus.id) if keyboard and focus is not None else 0
+        text = await self.elements.text_before(action, pid) if keyboard else None
+        return evidence.Before(focus, changes if inline else await self._damage_now(), text)
 
     async def _damage_now(self) -> int | None:
         """The damage count after a round trip: in line once the capture connection is open (one request,

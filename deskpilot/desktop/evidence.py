@@ -6,7 +6,9 @@ and the damage count, then the pointer where it ended. ``screenChanged`` compare
 round trip on the damage connection, and ``damaged`` is the bounding box of what was drawn in between; with
 ``settle`` they are read after settling, without it right after the action, before an application may have
 redrawn. A keyboard action also says whether its keys had somewhere to go (``keysDelivered``: the X input
-focus was a window, not None), and to which window (``keysTo``).
+focus was a window, not None), and to which window (``keysTo``); and, when the accessibility tree answers,
+whether the text element they went to changed (``textChanged``: its length and a digest of its text, read
+by the hands before and after, ``accessibility.text_state``); absent when there is no such element or tree.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Focus:
 class Before:
     focus: Focus | None
     changes: int | None  # the damage count, None without damage tracking
+    text: dict[str, Any] | None = None  # the focused text element's state (keyboard actions, with a tree)
 
 
 def focused(x: XConnection) -> Focus | None:
@@ -159,6 +162,7 @@ class After:
     changes: int | None
     damaged: Box | None = None
     keys: Focus | bool | None = False  # False: not a keyboard action
+    text: dict[str, Any] | None = None  # the same element's state after (None: gone, or not asked)
 
 
 def report(before: Before, after: After) -> dict[str, Any]:
@@ -180,4 +184,7 @@ def report(before: Before, after: After) -> dict[str, Any]:
     if after.keys is not False:
         out["keysDelivered"] = after.keys is not None
         out["keysTo"] = after.keys.to_dict() if isinstance(after.keys, Focus) else None
+    # of the element the keys went to: focused still (a focus that moved meanwhile says nothing of it)
+    if before.text is not None and after.text is not None and after.text["focused"]:
+        out["textChanged"] = after.text["digest"] != before.text["digest"]
     return out

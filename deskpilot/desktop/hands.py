@@ -9,6 +9,9 @@ user's rights goes through ``Hands``. Two kinds, one interface:
 - ``RemoteHands`` (``handsd.py``) asks the desktop user's worker, a process of its own that runs as that user
   and serves ``LocalHands`` on a Unix socket. The appliance uses it: nothing the desktop user runs can then
   signal, trace or read the service, which holds no right the user lacks and no right the user has.
+
+The accessibility tree is read there too (``accessibility.py``): the AT-SPI bus of the desktop session
+admits only the desktop user and root, and the service is neither.
 """
 
 from __future__ import annotations
@@ -17,16 +20,17 @@ import asyncio
 import contextlib
 import subprocess
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from deskpilot.desktop import activity, command, home
+from deskpilot.desktop import accessibility, activity, atspi, command, home
 from deskpilot.desktop.files import DesktopUser, FileContent, FileStore
 from deskpilot.desktop.session import as_desktop_user
 from deskpilot.errors import InvalidAction
 
 EXIT_TIMEOUT_S = 2.0  # for the programs ``stop`` terminates to go before they are killed
+TEXT_EVIDENCE_S = 0.25  # the bound of textChanged's reads (a few milliseconds when the application answers)
 
 
 class Hands(Protocol):
@@ -57,6 +61,30 @@ class Hands(Protocol):
         """Those of ``pids`` asleep on a timer (their wait channel, which only their user may read)."""
         ...
 
+    async def accessibility(self, query: atspi.Query) -> dict[str, Any]:
+        """The accessibility tree ``query`` asks for (``accessibility.read_tree``), in screen pixels."""
+        ...
+
+    async def element(self, element: str) -> dict[str, Any]:
+        """A live element's bounds and states; InvalidAction once it is gone."""
+        ...
+
+    async def focus_element(self, element: str) -> bool:
+        """Whether ``element`` took the keyboard focus."""
+        ...
+
+    async def accessibility_problem(self) -> str | None:
+        """The /health probe of the AT-SPI bus: None when it answers."""
+        ...
+
+    async def focused_text(self, pid: int) -> dict[str, Any] | None:
+        """The focused text element of process ``pid``'s application (``accessibility.focused_text``)."""
+        ...
+
+    async def text_state(self, element: str) -> dict[str, Any] | None:
+        """An editable text's length and digest (``accessibility.text_state``): evidence's textChanged."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -70,6 +98,7 @@ class LocalHands:
         self.root = self.files.root
         self.max_bytes = max_bytes
         self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self.atspi = atspi.Atspi()  # the AT-SPI bus admits the desktop user (and root): this process's
 
     async def write(self, path: str, data: bytes, *, overwrite: bool = True) -> Path:
         return await self.files.write(path, data, overwrite=overwrite)
@@ -119,8 +148,36 @@ class LocalHands:
     def on_a_timer(self, pids: Collection[int]) -> set[int]:
         return {pid for pid in pids if activity.on_a_timer(pid)}
 
+    async def accessibility(self, query: atspi.Query) -> dict[str, Any]:
+        return await accessibility.read_tree(self.atspi, query)
+
+    async def element(self, element: str) -> dict[str, Any]:
+        return await accessibility.element(self.atspi, element)
+
+    async def focus_element(self, element: str) -> bool:
+        return await accessibility.focus(self.atspi, element)
+
+    async def accessibility_problem(self) -> str | None:
+        return await self.atspi.problem()
+
+    async def focused_text(self, pid: int) -> dict[str, Any] | None:
+        return await _briefly(accessibility.focused_text(self.atspi, pid))
+
+    async def text_state(self, element: str) -> dict[str, Any] | None:
+        return await _briefly(accessibility.text_state(self.atspi, element))
+
     def close(self) -> None:
         self.files.close()
+        self.atspi.close()
+
+
+async def _briefly(read: Awaitable[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Evidence's reads of a text: a frozen application delays an action by ``TEXT_EVIDENCE_S`` at most,
+    and a call that fails (the element gone, no Text interface) leaves textChanged absent."""
+    try:
+        return await asyncio.wait_for(read, TEXT_EVIDENCE_S)
+    except (TimeoutError, atspi.CallFailed, InvalidAction):
+        return None
 
 
 def _reap(procs: list[subprocess.Popen[bytes]]) -> None:

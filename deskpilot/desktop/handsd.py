@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -27,9 +28,11 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from deskpilot import errors
 from deskpilot.config import DesktopSettings
-from deskpilot.desktop import command
+from deskpilot.desktop import atspi, command
 from deskpilot.desktop.files import DesktopUser, FileContent
 from deskpilot.desktop.hands import Hands, LocalHands
 
@@ -48,6 +51,7 @@ _ERRORS: dict[str, type[errors.DesktopError]] = {
         errors.FileConflict,
         errors.TooLarge,
         errors.ActionTimedOut,
+        errors.AccessibilityUnavailable,
     )
 }
 
@@ -108,9 +112,25 @@ async def _answer(hands: LocalHands, header: dict[str, Any], payload: bytes) -> 
     if op == "command":
         result = await hands.command(command.CommandRequest.model_validate(header["request"]))
         return {"result": result.model_dump(by_alias=False)}, b""
+    if op == "accessibility":
+        return {}, orjson.dumps(await hands.accessibility(atspi.Query(**header["query"])))
+    if op == "element":
+        return {"element": await hands.element(str(header["element"]))}, b""
+    if op == "focus_element":
+        return {"focused": await hands.focus_element(str(header["element"]))}, b""
+    if op == "accessibility_problem":
+        return {"problem": await hands.accessibility_problem()}, b""
+    if op == "focused_text":
+        return {"text": await hands.focused_text(int(header["pid"]))}, b""
+    if op == "text_state":
+        return {"text": await hands.text_state(str(header["element"]))}, b""
     if op == "on_a_timer":
         return {"pids": sorted(hands.on_a_timer([int(p) for p in header["pids"]]))}, b""
     raise errors.InvalidAction(f"no such operation: {op!r}")
+
+
+def _optional(value: Any) -> dict[str, Any] | None:
+    return dict(value) if isinstance(value, dict) else None
 
 
 def serve(hands: LocalHands, path: Path, peer: int) -> Callable[[], Any]:
@@ -235,6 +255,31 @@ class RemoteHands:
     async def command(self, request: command.CommandRequest) -> command.CommandResult:
         answer, _ = await self._call({"op": "command", "request": request.model_dump()})
         return command.CommandResult.model_validate(answer["result"])
+
+    async def accessibility(self, query: atspi.Query) -> dict[str, Any]:
+        _, tree = await self._call({"op": "accessibility", "query": dataclasses.asdict(query)})
+        answer: dict[str, Any] = orjson.loads(tree)
+        return answer
+
+    async def element(self, element: str) -> dict[str, Any]:
+        answer, _ = await self._call({"op": "element", "element": element})
+        return dict(answer["element"])
+
+    async def focus_element(self, element: str) -> bool:
+        answer, _ = await self._call({"op": "focus_element", "element": element})
+        return bool(answer["focused"])
+
+    async def accessibility_problem(self) -> str | None:
+        answer, _ = await self._call({"op": "accessibility_problem"})
+        return None if answer["problem"] is None else str(answer["problem"])
+
+    async def focused_text(self, pid: int) -> dict[str, Any] | None:
+        answer, _ = await self._call({"op": "focused_text", "pid": pid})
+        return _optional(answer["text"])
+
+    async def text_state(self, element: str) -> dict[str, Any] | None:
+        answer, _ = await self._call({"op": "text_state", "element": element})
+        return _optional(answer["text"])
 
     def on_a_timer(self, pids: Collection[int]) -> set[int]:
         """Asked from a settle's loop between two polls: a blocking call, bounded."""

@@ -263,9 +263,9 @@ class Journal:
         return await asyncio.get_running_loop().run_in_executor(self._thread, job)
 
     def _store(self, own: list[tuple[Entry, bytes]]) -> None:
-        # A copy made here, in this thread's own malloc arena: keeping the answer's buffer instead would
-        # pin it in the request path's heap, whose next frames would then fault in fresh pages (measured:
-        # +0.75 ms per action with a 1280-wide frame, bench/journal.py).
+        # A copy made here, once the burst is over: keeping the answer's buffer instead would pin it among
+        # the request path's frame buffers, whose next frames would then fault in fresh pages (measured, with
+        # an arena per thread then: +0.75 ms per action with a 1280-wide frame, bench/journal.py).
         for entry, png in own:
             entry.frame_after = self.frames.put(memoryview(png).tobytes())
 

@@ -25,6 +25,7 @@ class Outcome:
     settled: bool | None = None  # False when it stopped at its maxMs with the screen still changing
     drawn: bool | None = None  # False when nothing was drawn after the action within its expectation window
     evidence: dict[str, Any] | None = None  # what an input action did, when asked (``evidence.py``)
+    data: dict[str, Any] | None = None  # an answer of its own (the accessibility tree), as it is
 
     def to_dict(self, image_apart: bool = False) -> dict[str, Any]:
         """The answer's body; with ``image_apart``, ``data.image`` is left out for ``data.imageBytes`` (its
@@ -43,6 +44,8 @@ class Outcome:
             body["data"] = data
         elif self.position is not None:
             body["data"] = {"x": self.position[0], "y": self.position[1]}
+        elif self.data is not None:
+            body["data"] = self.data
         elif self.file is not None:
             body["data"] = pybase64.b64encode_as_string(self.file.data)
             body.update(name=self.file.name, size=self.file.size, mediaType=self.file.media_type)

@@ -16,6 +16,12 @@ from typing import Any
 
 from deskpilot.desktop.files import DesktopUser
 
+# Accessibility on in every toolkit of the desktop, so the accessibility action can read their trees: GTK's
+# bridge loads unless NO_AT_BRIDGE is set; Firefox and Thunderbird turn theirs on for GNOME_ACCESSIBILITY;
+# Qt (KeePassXC) only when a screen reader is said to run, unless told always.
+ACCESSIBILITY = {"GNOME_ACCESSIBILITY": "1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1", "QT_ACCESSIBILITY": "1"}
+PASSED = ("XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS")
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -34,11 +40,12 @@ def as_desktop_user(user: DesktopUser, display: str) -> Launch:
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "SHELL": "/bin/bash",
             "LANG": os.environ.get("LANG", "C.UTF-8"),
-            "NO_AT_BRIDGE": "1",
+            **ACCESSIBILITY,
         }
-        if "XAUTHORITY" in os.environ:  # the display's cookie (the appliance's is the desktop user's)
-            env["XAUTHORITY"] = os.environ["XAUTHORITY"]
+        # the display's cookie (the appliance's is the desktop user's) and the session's buses
+        env |= {name: os.environ[name] for name in PASSED if name in os.environ}
         return Launch(env, user.home, {"user": user.uid, "group": user.gid, "extra_groups": []})
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DESKPILOT_")}
-    env |= {"DISPLAY": display, "NO_AT_BRIDGE": "1"}
+    env |= {"DISPLAY": display, **ACCESSIBILITY}
+    env.pop("NO_AT_BRIDGE", None)
     return Launch(env, Path.home())

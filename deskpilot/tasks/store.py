@@ -18,6 +18,7 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
+from deskpilot.computer.fields import DESKTOP_DIR
 from deskpilot.errors import BadRequest, TaskNotFound
 from deskpilot.tasks.db import Database
 from deskpilot.tasks.events import Event
@@ -41,16 +42,14 @@ Listener = Callable[[Event], None]
 class Store:
     """Tasks and their messages, files and summaries in one database (SQLite or PostgreSQL)."""
 
-    def __init__(self, db: Database, desktop_files_dir: str = "/home/user/Desktop") -> None:
+    def __init__(self, db: Database, desktop_files_dir: str = DESKTOP_DIR) -> None:
         self.db = db
         self.desktop_files_dir = desktop_files_dir.rstrip("/") or "/"
         self._listeners: list[Listener] = []
         self._last_ts: datetime | None = None
 
     @classmethod
-    async def open(
-        cls, url: str, *, desktop_files_dir: str = "/home/user/Desktop", migrate: bool = True
-    ) -> Store:
+    async def open(cls, url: str, *, desktop_files_dir: str = DESKTOP_DIR, migrate: bool = True) -> Store:
         db = Database(url)
         if migrate:
             await db.migrate()

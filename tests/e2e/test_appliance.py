@@ -98,7 +98,7 @@ def wait_for_window(appliance: Appliance, wm_class: str, timeout: float = 60) ->
 def as_desktop_user(appliance: Appliance, argv: list[str]) -> subprocess.Popen:
     """Run a program in the appliance's desktop session, as the desktop user, the way xfdesktop would."""
     keys = ("DISPLAY", "XAUTHORITY", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "DBUS_SESSION_BUS_ADDRESS")
-    keys += ("NO_AT_BRIDGE",)
+    keys += ("GNOME_ACCESSIBILITY", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "QT_ACCESSIBILITY")
     env = [f"{k}={appliance.session_env[k]}" for k in keys]
     return subprocess.Popen(
         ["runuser", "-u", "user", "--", "env", "-C", str(appliance.home), *env, *argv],
@@ -133,7 +133,7 @@ def test_boot_brings_every_program_up_as_its_user(appliance: Appliance) -> None:
     while (desktop := httpx.get(health, headers=appliance.headers).json())["status"] != "ok":
         assert time.monotonic() < deadline, desktop
         time.sleep(0.2)
-    assert desktop["display"] is True and desktop["vnc"] is True
+    assert desktop["display"] is True and desktop["vnc"] is True and desktop["accessibility"] is True
     for url in appliance.health_urls:
         assert httpx.get(url).json()["status"] == "ok", url
     assert appliance.boot_seconds < 30

@@ -27,6 +27,7 @@ __all__ = ["PROGRAMS", "ROOT", "Appliance", "agent_secrets", "free_display", "mo
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = (
     "dbus",
+    "at-spi",
     "xvfb",
     "xfwm4",
     "xfdesktop",
@@ -82,7 +83,9 @@ class Appliance(NativeAppliance):
             "XDG_RUNTIME_DIR": str(self.run_dir / "session"),
             "TMPDIR": str(self.run_dir / "session" / "tmp"),
             "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.run_dir / 'session' / 'bus'}",
-            "NO_AT_BRIDGE": "1",
+            "GNOME_ACCESSIBILITY": "1",
+            "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+            "QT_ACCESSIBILITY": "1",
         }
 
     def start(self) -> Appliance:

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from deskpilot.agent.tools import HIDDEN_ACTIONS
 from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.logs import Formatter
 from deskpilot.scripted import Answer, Request, ScriptedModel, fail, text, tool
@@ -31,8 +32,8 @@ from tests.integration.agent.harness import (
 )
 from tests.support.desktop_files import real_desktop
 
-# one tool per POST /computer-use action, 16 in all
-COMPUTER_TOOLS = {f"computer_{a}" for a in ACTION_MODELS}
+# one tool per POST /computer-use action but accessibility (the agent's elements tool renders its tree)
+COMPUTER_TOOLS = {f"computer_{a}" for a in ACTION_MODELS if a not in HIDDEN_ACTIONS}
 
 
 def hello_script(folder: Path) -> list:
@@ -75,7 +76,7 @@ def test_hello_txt_task_completes_and_the_file_exists(
 
     reqs = scripted_llm.requests
     assert len(reqs) == 4
-    assert COMPUTER_TOOLS | {"set_task_status", "create_task", "zoom"} == set(reqs[0].tool_names)
+    assert COMPUTER_TOOLS | {"set_task_status", "create_task", "zoom", "elements"} == set(reqs[0].tool_names)
     assert "Open the terminal" in reqs[0].text_of("user")[0]
     assert reqs[0].images(), "the model starts from a screenshot"
     for r in reqs[1:]:

@@ -67,6 +67,20 @@ def test_the_keyboard_actions_type_into_a_terminal(desk: Driver) -> None:
     desk.application("desktop")
 
 
+def test_the_accessibility_tree_holds_the_terminal(desk: Driver) -> None:
+    """The appliance's AT-SPI bus answers for the session's applications (the tree itself:
+    tests/integration/desktop/test_accessibility*.py)."""
+    desk.application("terminal")
+    tree = desk.accessibility()
+    nodes, roles = [tree["root"]], set()
+    while nodes:
+        node = nodes.pop()
+        roles.add(node["role"])
+        nodes += node["children"]
+    assert "terminal" in roles, roles
+    desk.application("desktop")
+
+
 def test_screenshots_are_bytes_with_their_size(desk: Driver) -> None:
     shot = desk.screenshot()
     assert shot[:8] == b"\x89PNG\r\n\x1a\n" and shot.size == (1920, 1080) and shot.media_type == "image/png"

@@ -22,6 +22,7 @@ from schemathesis.generation import GenerationMode
 
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app
+from tests.support.atspi import accessibility_bus
 from tests.support.net import ServerThread
 from tests.support.security import BEARER, with_digest
 from tests.support.xvfb import start_window_manager, start_xvfb
@@ -67,7 +68,8 @@ def fuzz_server(tmp_path_factory):
         start_window_manager(d)
         settings = DesktopSettings(display=d.name, files_dir=files_dir, max_file_bytes=1 << 16)
         app = create_app(settings, security=with_digest())  # the token set, as in the appliance
-        with ServerThread(app) as server:
+        # the session's AT-SPI bus, as in the appliance: the accessibility action runs, not a 503
+        with accessibility_bus(d, settings.user), ServerThread(app) as server:
             yield server.url, app.openapi(), files_dir
     finally:
         d.stop()

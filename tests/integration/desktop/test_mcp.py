@@ -53,7 +53,7 @@ async def test_lists_the_sixteen_desktop_tools(desktop: str, transport: str) -> 
         assert (client.server_info.name, client.server_info.version) == ("deskpilot-desktop", __version__)
     names = {t.name for t in tools}
     assert names == {f"computer_{a}" for a in ACTION_MODELS}
-    assert len(names) == 16
+    assert len(names) == 17
     click = next(t for t in tools if t.name == "computer_click_mouse")
     assert "1920x1080" in click.description
     assert set(click.input_schema["required"]) == {"button", "clickCount"}

@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from websockets.exceptions import InvalidStatus
 
 from deskpilot import __version__
+from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.security import digest
 from tests.integration.desktop.conftest import Desktop, serve
 from tests.support.net import free_port
@@ -317,7 +318,7 @@ def test_the_official_mcp_client_needs_the_token(guarded: Desktop, transport: st
         asyncio.run(asyncio.wait_for(connect({}, refused), 20))
     assert refused and set(refused) == {401}
     accepted: list[int] = []
-    assert asyncio.run(asyncio.wait_for(connect(BEARER, accepted), 20)) == 16
+    assert asyncio.run(asyncio.wait_for(connect(BEARER, accepted), 20)) == len(ACTION_MODELS)
     assert 401 not in accepted and guarded.x.pointer() == (77, 88)
 
 

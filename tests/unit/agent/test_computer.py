@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from deskpilot.agent import computer as computer_mod
-from deskpilot.agent.computer import Computer, DesktopDown
+from deskpilot.agent.computer import MAX_ELEMENT_CHARS, Computer, DesktopDown, render
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
 from deskpilot.computer.geometry import png_size
 from deskpilot.config import AgentSettings
@@ -78,3 +78,29 @@ async def test_a_desktop_time_out_is_an_error_result_not_a_retry() -> None:
     out = await c.run("application", {"application": "browser"})
     assert out.is_error and "504" in out.content[0]["text"]
     assert len(c.desktop.calls) == 1
+
+
+def element(role: str, name: str, x: int, **more: object) -> dict[str, object]:
+    box = {"x": x, "y": 10, "width": 20, "height": 10}
+    return {
+        "role": role,
+        "name": name,
+        "states": ["showing", "sensitive"],
+        "bounds": box,
+        "children": [],
+        **more,
+    }
+
+
+def test_elements_render_one_line_each_within_the_bound_in_characters() -> None:
+    kids = [element("push button", f"button {i}", i) for i in range(400)]
+    kids[0] = element("entry", "Location", 0, text="/home/user")
+    kids[1] = element("push button", "hidden", 1, bounds=None)
+    tree = {"root": {**element("frame", "Files", 0), "children": kids}, "capped": ["nodes"]}
+    lines = render(tree).splitlines()
+    assert lines[0].startswith("The focused window 'Files' (frame): 399 elements")
+    assert lines[1] == "entry 'Location' holding '/home/user' (10, 15)"
+    assert "'hidden'" not in "\n".join(lines)
+    assert lines[-2].startswith(f"[{399 - (len(lines) - 3)} more not listed") and "nodes" in lines[-1]
+    assert len("\n".join(lines[1:])) <= MAX_ELEMENT_CHARS + 200
+    assert render({"root": None, "message": "no tree here"}) == "no tree here"

@@ -40,3 +40,9 @@ def test_a_frame_taken_before_the_screen_came_to_rest_is_said_to_be_one() -> Non
     said = unsettled({"settled": False, "settledMs": 3000.4, "drawn": True})
     assert said.startswith(" The screen had not come to rest after 3.0 s")
     assert unsettled({"settled": True, "settledMs": 80.0}) == "" and unsettled({}) == ""
+
+
+def test_keys_that_changed_no_text_say_so() -> None:
+    evidence = {"keysDelivered": True, "screenChanged": True, "textChanged": False}
+    assert describe(evidence) == "Done. The text of the focused field did not change."
+    assert "text" not in describe({**evidence, "textChanged": True})

@@ -18,8 +18,10 @@ def by_name() -> dict[str, dict]:
 
 def test_one_tool_per_desktop_action_plus_the_agent_tools() -> None:
     names = set(by_name())
-    assert names == {f"computer_{a}" for a in ACTION_MODELS} | {"set_task_status", "create_task", "zoom"}
-    assert len(ACTION_MODELS) == 16
+    desktop = {f"computer_{a}" for a in ACTION_MODELS if a != "accessibility"}  # its tree: elements
+    assert names == desktop | {"set_task_status", "create_task", "zoom", "elements"}
+    assert len(ACTION_MODELS) == 17
+    assert "element" not in str(by_name()["computer_click_mouse"]["parameters"])  # no ids to give
 
 
 def test_schemas_speak_in_screenshot_pixels_and_hide_agent_fields() -> None:

@@ -40,7 +40,7 @@ def test_tool_results_and_screenshots_translate_to_anthropic_blocks() -> None:
         headers={},
     )
     assert out["system"] == [{"type": "text", "text": "SYS"}]
-    assert len(out["tools"]) == 19 and out["tools"][0]["input_schema"]["type"] == "object"
+    assert len(out["tools"]) == 20 and out["tools"][0]["input_schema"]["type"] == "object"
     last = out["messages"][-1]
     assert last["role"] == "user"
     assert last["content"][0] == {"type": "tool_result", "tool_use_id": "c1", "content": "Done."}

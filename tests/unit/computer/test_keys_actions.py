@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from deskpilot.computer import actions, keys
+from deskpilot.computer.fields import APPLICATION_NAMES
 from deskpilot.computer.geometry import Size, image_size
-from deskpilot.desktop.apps import APPLICATIONS, AppSpec, matches
+from deskpilot.desktop.apps import APPLICATIONS, DESKTOP, AppSpec, matches
 from deskpilot.desktop.controller import Outcome
 from deskpilot.desktop.files import media_type
 from deskpilot.errors import InvalidAction
@@ -154,6 +155,7 @@ def test_every_action_has_a_model_and_the_union_covers_the_spec() -> None:
         "screenshot",
         "cursor_position",
         "application",
+        "accessibility",  # ours: the AT-SPI tree
         "write_file",
         "read_file",
     }
@@ -228,14 +230,8 @@ def test_media_type_from_extension_else_sniffed() -> None:
 
 
 def test_application_table_covers_every_launchable_identifier() -> None:
-    assert set(APPLICATIONS) == {
-        "browser",
-        "password_manager",
-        "email_client",
-        "code_editor",
-        "terminal",
-        "directory",
-    }
+    # every name of the contract but "desktop" (not a program) is a program of the table, and no other
+    assert set(APPLICATIONS) == set(APPLICATION_NAMES) - {DESKTOP}
     assert APPLICATIONS["terminal"].argv == ("xfce4-terminal", "--disable-server")
     assert matches(AppSpec(("thunderbird",), "thunderbird"), ("Mail", "thunderbird-default"))
     assert not matches(AppSpec(("geany",), "Geany"), ("geanyx", "Other"))

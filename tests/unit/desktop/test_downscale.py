@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from deskpilot.desktop.capture import downscale
+from deskpilot.desktop.resample import downscale_whole
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +30,19 @@ def test_close_to_the_exact_area_filter(text_frame: np.ndarray, width: int, leas
     assert fast.shape == exact.shape
     assert cv2.PSNR(fast, exact) >= least_psnr
     assert np.percentile(np.abs(fast.astype(int) - exact.astype(int)), 99.9) <= 30  # no stray dark pixels
+
+
+@pytest.mark.parametrize(("width", "least_psnr"), [(1366, 34.0), (1280, 33.0)])
+def test_a_change_spanning_the_screen_is_as_close(
+    text_frame: np.ndarray, width: int, least_psnr: float
+) -> None:
+    """What a scaled screenshot after a change spanning the screen resamples: the frame cut in two bands on
+    two threads, as close to the exact area filter as ``downscale``."""
+    size = (width, round(1080 * width / 1920))
+    exact = cv2.resize(text_frame, size, interpolation=cv2.INTER_AREA)
+    whole = downscale_whole(text_frame, size)
+    assert cv2.PSNR(whole, exact) >= least_psnr
+    assert np.percentile(np.abs(whole.astype(int) - exact.astype(int)), 99.9) <= 30
 
 
 @pytest.mark.parametrize("size", [(960, 540), (1440, 810), (480, 270)])

@@ -1,0 +1,300 @@
+"""The accessibility tree: AT-SPI spoken directly over D-Bus (dbus-fast, asyncio), for the ``accessibility``
+action and the ``element`` of ``click_mouse`` and ``type_text``.
+
+The AT-SPI bus is the desktop user's (at-spi-bus-launcher, started for the session; its address comes from the
+session bus, ``org.a11y.Bus.GetAddress``, or ``AT_SPI_BUS_ADDRESS``) and admits only that user and root, so
+this runs where the desktop user's rights are: in the ``hands`` worker (``hands.LocalHands``). The service
+reaches it through ``Hands``, as it does files.
+
+Speed: the GTK bridge of Debian 12 (at-spi2-core 2.46) serves no ``Cache.GetItems``, so a tree is walked
+level by level, every call of a level sent at once and answered in one pipelined burst (role, states, name,
+children, extents, then the text of the text roles): a few milliseconds per level instead of a round trip
+per property, which is what makes pyatspi's walk slow (bench/accessibility.py measures both).
+
+An element's ``id`` is its application's unique bus name and its object path (``1.42/117``): valid while
+the element lives (a bus name is never reused while the bus runs); a call on a vanished one fails, and
+``ElementGone`` says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbus_fast import BusType, Message, MessageType
+from dbus_fast.aio import MessageBus
+
+from deskpilot.errors import AccessibilityUnavailable, InvalidAction
+
+ACCESSIBLE = "org.a11y.atspi.Accessible"
+COMPONENT = "org.a11y.atspi.Component"
+TEXT = "org.a11y.atspi.Text"
+PATH_PREFIX = "/org/a11y/atspi/accessible/"
+ROOT = PATH_PREFIX + "root"
+REGISTRY = "org.a11y.atspi.Registry"
+CALL_TIMEOUT_S = 2.0  # a frozen application must not hold a tree (or a click) for ever
+# calls in flight at once: dbus-fast (5.2) breaks the connection when the socket's send buffer is full (it
+# does not retry EAGAIN), and 128 small calls (~25 KB) stay well within a Unix socket's (~200 KB)
+IN_FLIGHT = 128
+
+MAX_NODES = 2000  # per tree: a bigger one is cut, breadth first (the top of the tree is what is kept)
+MAX_TEXT = 2000  # characters of one node's text
+MAX_TEXT_TOTAL = 50_000  # characters of text in one tree
+
+# AT-SPI's state enumeration (atspi-constants.h), by bit, in its own words lower case
+STATES = (
+    "invalid",
+    "active",
+    "armed",
+    "busy",
+    "checked",
+    "collapsed",
+    "defunct",
+    "editable",
+    "enabled",
+    "expandable",
+    "expanded",
+    "focusable",
+    "focused",
+    "has tooltip",
+    "horizontal",
+    "iconified",
+    "modal",
+    "multi line",
+    "multiselectable",
+    "opaque",
+    "pressed",
+    "resizable",
+    "selectable",
+    "selected",
+    "sensitive",
+    "showing",
+    "single line",
+    "stale",
+    "transient",
+    "vertical",
+    "visible",
+    "manages descendants",
+    "indeterminate",
+    "required",
+    "truncated",
+    "animated",
+    "invalid entry",
+    "supports autocompletion",
+    "selectable text",
+    "is default",
+    "visited",
+    "checkable",
+    "has popup",
+    "read only",
+)
+# roles whose text is the content (a document's text is its children's)
+TEXT_ROLES = frozenset({"text", "entry", "password text", "terminal", "paragraph", "heading", "label"})
+INTERACTIVE_ROLES = frozenset(
+    {"push button", "toggle button", "check box", "radio button", "menu item", "check menu item"}
+    | {"radio menu item", "menu", "combo box", "entry", "password text", "text", "link", "page tab"}
+    | {"spin button", "slider", "terminal", "list item", "table cell", "tree item", "toggle button"}
+    | {"push button menu", "editbar", "scroll bar"}
+)
+ID = re.compile(r"^(\d+\.\d+)/([A-Za-z0-9_/]{1,200})$")
+
+Ref = tuple[str, str]  # (unique bus name, object path)
+Call = tuple[Ref, str, str, str, Sequence[Any]]  # (element, interface, method, signature, arguments)
+
+
+def element_id(ref: Ref) -> str:
+    bus, path = ref
+    return f"{bus.removeprefix(':')}/{path.removeprefix(PATH_PREFIX)}"
+
+
+def parse_id(element: str) -> Ref:
+    """An id as ``element_id`` wrote it → (bus name, path); InvalidAction for anything else."""
+    found = ID.match(element)
+    if found is None:
+        raise InvalidAction(
+            f"{element!r} is not an element id (as the accessibility action answers: '1.42/117')"
+        )
+    return f":{found[1]}", PATH_PREFIX + found[2]
+
+
+def state_names(bits: Sequence[int]) -> list[str]:
+    word = sum(int(b) << (32 * i) for i, b in enumerate(bits[:2]))
+    return [name for i, name in enumerate(STATES) if word >> i & 1]
+
+
+def interactive(node: dict[str, Any]) -> bool:
+    """Something a user can act on now: shown, and a control by its role or focusable."""
+    states = node["states"]
+    if "showing" not in states:
+        return False
+    return node["role"] in INTERACTIVE_ROLES or "focusable" in states
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What the service asks for: the window (``focused`` is the X active window's: its pid and title, which
+    the service reads from X) and the filters, ``within`` in screen pixels."""
+
+    window: str = "focused"
+    max_depth: int = 30
+    interactive_only: bool = False
+    within: tuple[int, int, int, int] | None = None
+    pid: int = 0
+    title: str = ""
+
+
+@dataclass(slots=True)
+class Walk:
+    """One tree being read: the nodes by reference, how many, what was cut."""
+
+    query: Query
+    nodes: dict[Ref, dict[str, Any]] = field(default_factory=dict)
+    children: dict[Ref, list[Ref]] = field(default_factory=dict)
+    capped: set[str] = field(default_factory=set)
+    text_left: int = MAX_TEXT_TOTAL
+    unplaced: list[Ref] = field(default_factory=list)  # nodes showing whose bounds are yet to be asked
+
+
+class Atspi:
+    """A connection to the AT-SPI bus, opened on first use and again after it broke (or on another loop)."""
+
+    def __init__(self) -> None:
+        self._bus: MessageBus | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pids: dict[str, int] = {}
+
+    async def bus(self) -> MessageBus:
+        loop = asyncio.get_running_loop()
+        if self._bus is not None and self._bus.connected and self._loop is loop:
+            return self._bus
+        self.close()
+        try:
+            self._bus = await asyncio.wait_for(MessageBus(bus_address=await _address()).connect(), 2)
+        except (OSError, TimeoutError, ValueError, AccessibilityUnavailable) as exc:
+            raise AccessibilityUnavailable(
+                f"the accessibility (AT-SPI) bus does not answer ({exc or type(exc).__name__}); "
+                "is at-spi-bus-launcher running in the desktop session?"
+            ) from None
+        self._loop, self._pids = loop, {}
+        return self._bus
+
+    def close(self) -> None:
+        if self._bus is not None and self._bus.connected:
+            self._bus.disconnect()
+        self._bus = None
+
+    async def call(
+        self, ref: Ref, interface: str, member: str, signature: str = "", body: Sequence[Any] = ()
+    ) -> Any:
+        """One method call's first value; ``CallFailed`` with the D-Bus error's name when it failed."""
+        (answer,) = await self.batch([(ref, interface, member, signature, body)])
+        if isinstance(answer, CallFailed):
+            raise answer
+        return answer
+
+    async def batch(self, calls: Sequence[Call]) -> list[Any]:
+        """Many calls in one burst: each answer's first value, or the ``CallFailed`` it got, in order.
+
+        Callbacks, not a task or a coroutine per call (asyncio's own costs were most of a tree's time), with
+        ``IN_FLIGHT`` calls on the wire at once: each answer sends the next call."""
+        bus = await self.bus()
+        answers: list[Any] = [CallFailed("timeout")] * len(calls)
+        if not calls:
+            return answers
+        done = asyncio.get_running_loop().create_future()
+        queue = iter(enumerate(calls))
+        left = len(calls)
+
+        def send_next() -> None:
+            item = next(queue, None)
+            if item is None or done.done():
+                return
+            index, (ref, interface, member, signature, body) = item
+            message = Message(
+                destination=ref[0],
+                path=ref[1],
+                interface=interface,
+                member=member,
+                signature=signature,
+                body=list(body),
+            )
+            bus._call(message, functools.partial(answered, index))
+
+        def answered(index: int, reply: Message | None, error: Exception | None) -> None:
+            nonlocal left
+            if reply is None or reply.message_type == MessageType.ERROR:
+                answers[index] = CallFailed(reply.error_name if reply is not None else str(error))
+            else:
+                answers[index] = reply.body[0] if reply.body else None
+            left -= 1
+            if left == 0 and not done.done():
+                done.set_result(None)
+            send_next()
+
+        for _ in range(min(IN_FLIGHT, len(calls))):
+            send_next()
+        with contextlib.suppress(TimeoutError):  # a frozen application: what did not answer stays failed
+            await asyncio.wait_for(done, CALL_TIMEOUT_S)
+        return answers
+
+    async def problem(self) -> str | None:
+        """The /health probe: None when the registry answers, else what is wrong."""
+        try:
+            await self.call((REGISTRY, ROOT), ACCESSIBLE, "GetChildren")
+        except AccessibilityUnavailable as exc:
+            return exc.message
+        except CallFailed as exc:
+            return f"the AT-SPI registry does not answer: {exc}"
+        return None
+
+    async def applications(self) -> list[Ref]:
+        return [tuple(ref) for ref in await self.call((REGISTRY, ROOT), ACCESSIBLE, "GetChildren")]
+
+    async def pid(self, name: str) -> int:
+        if name not in self._pids:
+            try:
+                self._pids[name] = int(
+                    await self.call(
+                        ("org.freedesktop.DBus", "/org/freedesktop/DBus"),
+                        "org.freedesktop.DBus",
+                        "GetConnectionUnixProcessID",
+                        "s",
+                        [name],
+                    )
+                )
+            except CallFailed:
+                return 0
+        return self._pids[name]
+
+
+class CallFailed(Exception):
+    """A call AT-SPI answered with an error (the element is gone, the interface is not there ...)."""
+
+
+async def _address() -> str:
+    """The AT-SPI bus: ``AT_SPI_BUS_ADDRESS`` when set (libatspi reads it too), else the session bus's."""
+    if os.environ.get("AT_SPI_BUS_ADDRESS"):
+        return os.environ["AT_SPI_BUS_ADDRESS"]
+    if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
+        raise AccessibilityUnavailable("no session bus (DBUS_SESSION_BUS_ADDRESS) to ask for it")
+    session = await MessageBus(bus_type=BusType.SESSION).connect()
+    try:
+        reply = await session.call(
+            Message(
+                destination="org.a11y.Bus",
+                path="/org/a11y/bus",
+                interface="org.a11y.Bus",
+                member="GetAddress",
+            )
+        )
+    finally:
+        session.disconnect()
+    if reply is None or reply.message_type == MessageType.ERROR:
+        raise AccessibilityUnavailable(f"org.a11y.Bus answers {reply.error_name if reply else 'nothing'}")
+    return str(reply.body[0])
