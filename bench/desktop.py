@@ -9,6 +9,8 @@ desktop service as in production (its own uvicorn process, one worker, on a free
   screenshots 1366 and 1280 wide, screen changed (target: p50 <= the full frame's, interleaved with it)
   PNG size against time at each `compression` level
   click over HTTP (target p50 <= 2 ms)                          vs `xdotool click` subprocess
+  click, move and a changed full screenshot over the action channel (GET /computer-use/ws), interleaved
+  with the same over HTTP (targets p50 <= 0.6, 0.5 and 6 ms)
   type_text of 100 ASCII characters over HTTP (target <= 30 ms)
   desktop-service RSS after 1,000 screenshots, settle, evidence and the journal in use (target <= 128 MiB)
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import base64
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -34,6 +37,7 @@ from Xlib import display as xdisplay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.action_channel import Channel
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.controller import DesktopController
 from tests.support.bench_desktop import Changer, bench_desktop
@@ -174,6 +178,23 @@ def main() -> None:
             proven = timed(lambda: post({**click, "evidence": True}), args.n)
             p50_proven = row("click over HTTP with evidence", proven)
             print(f"  evidence adds {p50_proven - p50_click:.2f} ms to a click (target <= 0.5)")
+            with Channel(url) as channel:  # GET /computer-use/ws, each row interleaved with its HTTP twin
+                print("  the action channel against HTTP, interleaved in pairs")
+                spots = itertools.cycle(({"x": 1400, "y": 800}, {"x": 1402, "y": 802}))  # each a real motion
+                moved = lambda: {"action": "move_mouse", "coordinates": next(spots)}  # noqa: E731
+                pairs = [  # what, its target, what comes untimed before each call, the body of each call
+                    ("click", "0.6", lambda: None, lambda: click),
+                    ("move", "0.5", lambda: None, moved),
+                    ("changed full screenshot", "6", changing.change, lambda: {"action": "screenshot"}),
+                ]
+                for what, target, between, body in pairs:
+                    calls = {
+                        f"{what} over the channel": (lambda b=body: channel(b()), between),
+                        f"{what} over HTTP": (lambda b=body: post(b()), between),
+                    }
+                    for name, samples in interleaved(calls, args.n).items():
+                        row(f"  {name}", samples, f"target p50 <= {target}" if "channel" in name else "")
+                frames += args.n + 1
             post(
                 {
                     "action": "click_mouse",

@@ -51,6 +51,7 @@ from websockets.sync.client import connect as ws_connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.action_channel import Channel
 from tests.support.bench_desktop import BenchDesktop, Changer, bench_desktop
 from tests.support.net import free_port, wait_http
 
@@ -210,26 +211,6 @@ def bytebot_peer(desk: BenchDesktop, tmp: Path) -> Peer:
 PEERS = {"demo": demo_peer, "cua": cua_peer, "bytebot": bytebot_peer}
 
 
-class channel:
-    """Deskpilot's action channel (GET /computer-use/ws), as its client speaks it: one socket kept open,
-    each action a message, the answer's head parsed, a screenshot's PNG as the binary frame after it."""
-
-    def __init__(self, desk: BenchDesktop) -> None:
-        url = "ws" + desk.url.removeprefix("http") + "/computer-use/ws?frames=binary"
-        self.ws = ws_connect(url, max_size=None, open_timeout=30, compression=None)
-
-    def __call__(self, body: dict) -> dict:
-        self.ws.send(json.dumps(body))
-        head = json.loads(self.ws.recv(timeout=60))
-        assert head["status"] == 200, head
-        if "imageBytes" in (head.get("data") or {}):
-            head["image"] = self.ws.recv(timeout=60)
-        return head
-
-    def close(self) -> None:
-        self.ws.close()
-
-
 def http_peer(http: httpx.Client) -> Peer:
     """Deskpilot's POST /computer-use: a request per action (a kept-alive connection), the answer parsed."""
 
@@ -292,7 +273,7 @@ def main() -> None:
     started = time.monotonic()
     with bench_desktop() as desk, httpx.Client(base_url=desk.url, timeout=30) as http:
         # Deskpilot's first column is its action channel; its HTTP API is the next, measured as a peer
-        ours = channel(desk)
+        ours = Channel(desk.url)
         peers.append(http_peer(http))
         for key in args.only.split(","):
             try:
