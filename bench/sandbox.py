@@ -7,15 +7,27 @@
   one screenshot through Desktop.screenshot() vs raw httpx (same request, same      target overhead <= 5 %
     body decoded), interleaved in the same run
 
+From a wheel of a clean copy of this repository installed into a fresh venv outside it (as a team installs it,
+tests/support/wheel.py), in the same run:
+  sandbox start -> ready from the installed package vs from this checkout        target <= the checkout's
+  `pytest -n 2` on two tests (a sandbox per worker) vs `pytest` on one of them,   target <= 1.3x
+    wall time from an empty folder
+each pair alternated, round after round.
+
 With --image TAG, also the start of a sandbox from that image (needs a Docker engine).
-Run: .venv/bin/python bench/sandbox.py [--n 60] [--resets 10] [--image TAG]  (as root). Not a test.
+Run: .venv/bin/python bench/sandbox.py [--n 60] [--resets 10] [--rounds 3] [--image TAG]  (as root).
+Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import deskpilot
 from deskpilot.client import Sandbox
-from tests.support.appliance import Appliance
+from deskpilot.scripted import Plan, ScriptedModel
+from tests.support.appliance import Appliance, model_settings
+from tests.support.wheel import ROOT, TWO_TESTS, build_wheel, fresh_venv, outside_env
+
+# a sandbox's start -> ready, printed by the interpreter it runs in
+START = "import deskpilot\nwith deskpilot.sandbox() as box:\n    print(box.ready_seconds)"
 
 
 def ms(seconds: float) -> str:
@@ -84,12 +101,87 @@ def screenshots(box: Sandbox, n: int) -> tuple[list[float], list[float]]:
     return client_times, raw_times
 
 
+def sandbox_start(python: Path, env: dict[str, str], cwd: Path) -> float:
+    done = subprocess.run(
+        [str(python), "-c", START], env=env, cwd=cwd, capture_output=True, text=True, check=True, timeout=300
+    )
+    return float(done.stdout.split()[-1])
+
+
+def pytest_wall(venv: Path, project: Path, *args: str) -> float:
+    """Seconds of a whole pytest run in ``project`` (sandbox boots and teardowns included)."""
+    started = time.monotonic()
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=project, env=outside_env(venv), stdin=subprocess.DEVNULL, capture_output=True, check=True,
+        timeout=600,
+    )  # fmt: skip
+    return time.monotonic() - started
+
+
+def installed(rounds: int) -> None:
+    """The figures of the package installed from its wheel, each against its baseline, alternated."""
+    base = Path(tempfile.mkdtemp(prefix="deskpilot-bench-"))
+    try:
+        wheel = build_wheel(base / "dist")
+        venv = fresh_venv(base / "venv", f"{wheel}[client,server]", "pytest", "pytest-xdist")
+        project = base / "project"
+        project.mkdir()
+        (project / "test_two.py").write_text(TWO_TESTS)
+        pythons = {
+            "installed": (venv / "bin" / "python", outside_env(venv)),
+            "checkout": (ROOT / ".venv" / "bin" / "python", {**os.environ, "PYTHONPATH": str(ROOT)}),
+        }
+        starts: dict[str, list[float]] = {"installed": [], "checkout": []}
+        walls: dict[str, list[float]] = {"one": [], "two": []}
+        for i in range(rounds):
+            for name in ("installed", "checkout")[:: 1 if i % 2 else -1]:
+                starts[name].append(sandbox_start(*pythons[name], project))
+            for name in ("one", "two")[:: 1 if i % 2 else -1]:
+                args = ("-k", "test_the_screen") if name == "one" else ("-n", "2")
+                walls[name].append(pytest_wall(venv, project, *args))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    mine, theirs = statistics.median(starts["installed"]), statistics.median(starts["checkout"])
+    print(f"  sandbox start, installed package     {mine:.2f} s   (checkout {theirs:.2f} s, "
+          f"ratio {mine / theirs:.2f}x, target <= 1; {rounds} each, alternated)")  # fmt: skip
+    one, two = statistics.median(walls["one"]), statistics.median(walls["two"])
+    print(f"  pytest -n 2, two tests               {two:.2f} s   (one test, no -n: {one:.2f} s, "
+          f"ratio {two / one:.2f}x, target <= 1.3x)")  # fmt: skip
+
+
+def eval_jobs(rounds: int) -> None:
+    """``deskpilot eval evals/smoke`` wall time (sandboxes' start and stop included) with ``--jobs 1`` and
+    ``--jobs 2``, alternated round after round, the agent on the scripted model's reference plan."""
+    smoke = ROOT / "evals" / "smoke"
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    with ScriptedModel().serve() as model, tempfile.TemporaryDirectory() as out:
+        model.play([], plan=Plan.load(smoke / "plans" / "reference.yaml"))
+        env = {**os.environ, **model_settings(model)}
+        for _ in range(rounds):
+            for jobs, times in walls.items():
+                started = time.monotonic()
+                argv = ["eval", str(smoke), "--jobs", str(jobs), "--out", f"{out}/{jobs}", "--json"]
+                command = [sys.executable, "-m", "deskpilot.cli", *argv]
+                done = subprocess.run(command, env=env, capture_output=True)
+                times.append(time.monotonic() - started)
+                assert done.returncode == 0, done.stderr.decode()[-2000:]
+    one, two = statistics.median(walls[1]), statistics.median(walls[2])
+    print(f"  deskpilot eval evals/smoke --jobs 1 {one:.1f} s   --jobs 2 {two:.1f} s, "
+          f"ratio {two / one:.2f} (target <= 0.7; {rounds} rounds, medians)")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=60, help="screenshots each way")
     ap.add_argument("--resets", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3, help="of the installed package's figures")
     ap.add_argument("--image", help="also start a sandbox from this image")
+    ap.add_argument("--eval-rounds", type=int, default=3, help="of deskpilot eval --jobs 1 vs 2")
+    ap.add_argument("--eval-only", action="store_true", help="only deskpilot eval --jobs 1 vs 2")
     args = ap.parse_args()
+    if args.eval_only:
+        return eval_jobs(args.eval_rounds)
 
     floor = reference_boot()
     started = time.monotonic()
@@ -110,6 +202,8 @@ def main() -> None:
         f"  screenshot, Desktop.screenshot()    {ms(c)}   raw httpx {ms(r)}, "
         f"overhead {overhead:+.1f} % (target <= 5 %)"
     )
+    installed(args.rounds)
+    eval_jobs(args.eval_rounds)
     if args.image:
         started = time.monotonic()
         with deskpilot.sandbox(image=args.image, timeout=300):

@@ -1,27 +1,39 @@
 """``deskpilot``: the command line of the package's tools.
 
-    deskpilot eval SUITE [--model M] [--url URL [--agent-url URL] [--token T] | --image TAG] [--out DIR]
-                   [--save-trajectories DIR | --replay DIR]
+    deskpilot eval SUITE [--model M] [--url URL [--agent-url URL] [--token T] | --image TAG] [--jobs N]
+                   [--out DIR] [--json] [--save-trajectories DIR | --replay DIR]
     deskpilot replay TRAJECTORY --url URL [--token T] [--timeout 5] [--mask X,Y,W,H ...] [--out DIR]
                      [--threshold 32] [--tolerance 0.02]
+    deskpilot install [--with-deps]
+    deskpilot up [--print-config]
 
 ``eval`` scores a model on a suite of task files (docs/evaluation.md): against the appliance at ``--url``,
-or a private sandbox (native, or from ``--image``) started for the run and stopped after it. It exits 0
-when every task passed, 1 when some failed, 2 on bad usage or an unreadable suite. ``--save-trajectories``
-downloads each task's trajectory as ``DIR/<task id>.zip``; ``--replay DIR`` replays those instead of running a
-model, and the same checks score the suite.
+or ``--jobs`` private sandboxes (native, or from ``--image``) started for the run, running tasks in parallel,
+and stopped after it. It says each task as it finishes, writes its reports to ``--out`` with each task's
+trajectory kept beside them (``trajectories/<task id>.zip``; ``--save-trajectories DIR`` copies them to DIR
+too), and ``--json`` prints report.json on stdout (the task lines then go to stderr). It exits 0 when every
+task passed, 1 when some failed, 2 when it could not run: bad usage, an unreadable suite, a ``--model`` the
+appliance does not offer, an appliance that did not start or answer. ``--replay DIR`` replays saved
+trajectories instead of running a model, and the same checks score the suite.
 
 ``replay`` sends a task's recorded actions (``GET /tasks/{id}/trajectory``) to the desktop service at
 ``--url`` and waits, up to ``--timeout`` s a step, for the screen to match each recorded frame, compared by
 tiles with the clock and each ``--mask`` left out (``deskpilot.client.replay``, ``compare``). It exits 0 when
 every frame compared matched, 1 at the first that did not (its recorded, replayed and diff frames written to
 ``--out``, by default a new temporary folder), 2 on bad usage, an unreadable archive or a failing desktop.
+
+``install`` and ``up`` set up and start the native appliance from the installed package
+(``deskpilot.client.install``). Every command runs in the base install; ``eval`` and ``replay`` need the
+``client`` extra (Pillow, PyYAML) and say so without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
+import shutil
 import sys
 import zipfile
 from collections.abc import Callable, Sequence
@@ -32,13 +44,11 @@ import httpx
 
 import deskpilot
 from deskpilot.client.compare import THRESHOLD, TOLERANCE, Box
+from deskpilot.client.install import add_commands, install_command, up_command
 from deskpilot.client.replay import TIMEOUT, ReplayResult, replay
-from deskpilot.client.sandboxes import ApplianceError, sandbox
+from deskpilot.client.sandboxes import ApplianceError, Sandbox, sandbox
 from deskpilot.computer.client import Desktop
 from deskpilot.errors import ClientError
-from deskpilot.evaluation.report import write_reports
-from deskpilot.evaluation.runner import run_suite
-from deskpilot.evaluation.suite import SuiteError, load_suite
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,7 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ev.add_argument("--agent-url", help="its task service (default: the next port)")
     ev.add_argument("--token", help="its token (default: $DESKPILOT_TOKEN)")
     ev.add_argument("--image", help="run a private sandbox from this image instead of natively")
+    ev.add_argument("--jobs", type=_jobs, default=1, help="tasks run at once, each on its own sandbox (1)")
     ev.add_argument("--out", type=Path, default=Path("eval-report"), help="where the reports go")
+    ev.add_argument("--json", action="store_true", help="print report.json on stdout")
     mode = ev.add_mutually_exclusive_group()
     mode.add_argument("--save-trajectories", type=Path, metavar="DIR", help="save each task's as DIR/ID.zip")
     mode.add_argument("--replay", type=Path, metavar="DIR", help="replay DIR/ID.zip instead of a model")
@@ -71,8 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tolerance", type=_share, default=TOLERANCE, help="share of a tile that may move (0.02)"
     )
     rp.add_argument("--out", type=Path, help="where a divergence's frames go (default: a new temporary one)")
-    args = parser.parse_args(argv)
-    return replay_command(args) if args.command == "replay" else eval_command(args)
+    add_commands(commands)
+    return run(parser.parse_args(argv))
 
 
 def _box(text: str) -> Box:
@@ -103,6 +115,10 @@ def _bounded(kind: Callable[[str], float], low: float, high: float, what: str) -
 _seconds = _bounded(float, 0, 600, "seconds, 0 to 600")
 _level = _bounded(int, 0, 254, "levels of 255, 0 to 254")
 _share = _bounded(float, 0, 0.99, "a share of a tile's pixels, 0 to 0.99")
+
+
+def _jobs(text: str) -> int:
+    return int(_bounded(int, 1, 64, "a number of sandboxes, 1 to 64")(text))
 
 
 def replay_command(args: argparse.Namespace) -> int:
@@ -160,22 +176,84 @@ def _count(n: int, what: str) -> str:
 
 
 def eval_command(args: argparse.Namespace) -> int:
+    # here, not at the top: the evaluation needs the client extra (PyYAML, Jinja2), the base install lacks it
+    from deskpilot.evaluation.progress import Progress
+    from deskpilot.evaluation.report import as_json, write_reports
+    from deskpilot.evaluation.runner import TRAJECTORIES, CannotRun, run_suite
+    from deskpilot.evaluation.suite import SuiteError, load_suite
+
     try:
         tasks = load_suite(args.suite)
     except SuiteError as exc:
         print(f"deskpilot eval: {exc}", file=sys.stderr)
         return 2
-    try:
-        with sandbox(url=args.url, agent_url=args.agent_url, token=args.token, image=args.image) as box:
-            out, save = (args.out / "replay" if args.replay else None), args.save_trajectories
-            result = run_suite(args.suite.name, tasks, box, args.model, args.replay, out, save)
-    except (ApplianceError, httpx.HTTPError, OSError) as exc:
-        print(f"deskpilot eval: {exc}", file=sys.stderr)
+    if args.jobs > 1 and args.url:
+        print(
+            "deskpilot eval: --jobs runs private sandboxes; an appliance at --url has one desktop",
+            file=sys.stderr,
+        )
         return 2
-    for path in write_reports(result, args.out):
-        print(path)
-    print(f"{result.passed}/{len(result.results)} passed ({result.score:.0%})")
+
+    def open_box() -> contextlib.AbstractContextManager[Sandbox]:
+        return sandbox(url=args.url, agent_url=args.agent_url, token=args.token, image=args.image)
+
+    lines = sys.stderr if args.json else sys.stdout
+    replay_out = args.out / "replay" if args.replay else None
+    with Progress(len(tasks), lines, sys.stderr if sys.stderr.isatty() else None) as progress:
+        if not args.url:
+            progress.say(
+                f"starting {args.jobs} sandbox{'es' if args.jobs > 1 else ''} for {len(tasks)} tasks"
+            )
+        try:
+            result = run_suite(
+                args.suite.name,
+                tasks,
+                open_box,
+                args.model,
+                args.replay,
+                replay_out,
+                args.out / TRAJECTORIES,
+                jobs=args.jobs,
+                on_result=progress.finished,
+            )
+        except (CannotRun, ApplianceError, ClientError, httpx.HTTPError, OSError) as exc:
+            print(f"deskpilot eval: {exc}", file=sys.stderr)
+            return 2
+    if args.save_trajectories:
+        args.save_trajectories.mkdir(parents=True, exist_ok=True)
+        for r in result.results:
+            if r.trajectory:
+                shutil.copyfile(r.trajectory, args.save_trajectories / f"{r.id}.zip")
+    paths = write_reports(result, args.out)
+    if args.json:
+        print(json.dumps(as_json(result, args.out), indent=2))
+    else:
+        print(*paths, sep="\n")
+        print(f"{result.passed}/{len(result.results)} passed ({result.score:.0%}) in {result.seconds:.1f} s")
+    if result.unreachable:
+        print("deskpilot eval: the appliance stopped answering during the run", file=sys.stderr)
+        return 2
     return 0 if result.passed == len(result.results) else 1
+
+
+# the modules of the `client` extra a command may need, by import name
+CLIENT_EXTRA = {"PIL": "Pillow", "yaml": "PyYAML", "jinja2": "Jinja2"}
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command; one that needs a module of the `client` extra missing here says so (exit 2)."""
+    command = {"eval": eval_command, "replay": replay_command, "install": install_command, "up": up_command}
+    try:
+        return command[args.command](args)
+    except ModuleNotFoundError as exc:
+        if exc.name not in CLIENT_EXTRA:
+            raise
+        print(
+            f"deskpilot {args.command}: needs {CLIENT_EXTRA[exc.name]}, of the client extra: "
+            'pip install "deskpilot[client]"',
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

@@ -116,6 +116,7 @@ class Agent(_Blocking):
     delete = blocking(calls.delete)
     clear = blocking(calls.clear)
     models = blocking(calls.models)
+    trajectory = blocking(calls.trajectory)
     health = blocking(calls.health)
 
     def wait(self, task_id: str, *, timeout: float | None = None, until: Until = STOPPED) -> TaskOut:
@@ -165,6 +166,7 @@ class AsyncAgent(_Awaiting):
     delete = awaiting(calls.delete)
     clear = awaiting(calls.clear)
     models = awaiting(calls.models)
+    trajectory = awaiting(calls.trajectory)
     health = awaiting(calls.health)
 
     # Agent.wait's signature; an outer asyncio.timeout would raise a bare TimeoutError, without the status

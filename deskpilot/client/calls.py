@@ -49,6 +49,7 @@ class Call(Generic[T]):
     read: Callable[[Any], T]
     body: Any = None
     params: dict[str, Any] = field(default_factory=dict)
+    raw: bool = False  # ``read`` takes the answer's bytes (an archive), not its JSON
 
     @property
     def what(self) -> str:
@@ -59,7 +60,12 @@ class Call(Generic[T]):
 
     def answer(self, response: httpx.Response) -> T:
         """The answer read, or TaskClientError with its status and the service's message."""
-        body = orjson.loads(response.content) if response.content else None
+        if self.raw and response.status_code < 400:
+            return self.read(response.content)
+        try:
+            body = orjson.loads(response.content) if response.content else None
+        except orjson.JSONDecodeError:
+            body = None
         if response.status_code >= 400:
             status, detail = response.status_code, error_detail(body) or response.text[:200]
             raise TaskClientError(f"{self.what} failed ({status}): {detail}", status, detail)
@@ -196,6 +202,19 @@ def clear() -> Operation[int]:
 def models() -> Operation[list[ModelOut]]:
     """The models tasks can name (empty when none is configured)."""
     return (yield from one(Call("GET", "/tasks/models", _MODELS.validate_python)))
+
+
+def trajectory(task_id: str, path: str | Path, *, video: bool = False) -> Operation[Path]:
+    """The task's trajectory (``GET /tasks/{id}/trajectory``: its steps and frames, docs/evaluation.md)
+    saved as the zip ``path`` (its folders made as needed), e.g. for ``deskpilot replay``; ``video`` adds
+    ``trajectory.mp4`` (ffmpeg where the service runs). The path written."""
+    params = {"video": "true"} if video else {}
+    call = Call("GET", f"/tasks/{task_id}/trajectory", bytes, params=params, raw=True)
+    archive: bytes = yield call
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(archive)
+    return path
 
 
 def health() -> Operation[dict[str, Any]]:

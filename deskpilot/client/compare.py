@@ -22,10 +22,12 @@ import array
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-from PIL import Image, ImageChops, ImageDraw
+from typing import TYPE_CHECKING
 
 from deskpilot.computer.geometry import SCREEN, Size
+
+if TYPE_CHECKING:  # Pillow is the `client` extra's, imported where used: the CLI reads the settings below
+    from PIL import Image
 
 THRESHOLD = 32  # levels of 255, in any channel
 TILE = 24  # screen pixels a side
@@ -82,6 +84,8 @@ def clock(screen: Size) -> Box:
 def moved_pixels(expected: Image.Image, got: Image.Image, threshold: int) -> Image.Image:
     """255 where a pixel's colour moved by more than ``threshold`` in any channel; all of it when the sizes
     differ (the screen is not the one recorded)."""
+    from PIL import Image, ImageChops
+
     if expected.size != got.size:
         return Image.new("L", expected.size, 255)
     r, g, b = ImageChops.difference(expected.convert("RGB"), got.convert("RGB")).split()
@@ -118,6 +122,8 @@ def bounds(boxes: Iterable[Corners]) -> Corners:
 
 def compare(expected: Image.Image, got: Image.Image, rules: Rules = Rules()) -> Comparison:
     """``got`` against ``expected`` (the recorded frame, whose size and scale count), tile by tile."""
+    from PIL import Image, ImageDraw
+
     size, screen = expected.size, rules.screen
     tile = max(4, round(TILE * size[0] / screen.width))
     masks = [to_frame(box, size, screen) for box in (clock(screen), *rules.masks)]
@@ -169,6 +175,8 @@ RED, ORANGE, YELLOW, BLUE, GREY = (255, 0, 0), (255, 128, 0), (255, 255, 0), (0,
 def diff_image(got: Image.Image, comparison: Comparison) -> Image.Image:
     """The replayed frame dimmed; the moved pixels of differing tiles in red, the others (let pass) in
     orange; each group of differing tiles outlined in yellow, the masks in blue, a text cursor in grey."""
+    from PIL import Image, ImageChops, ImageDraw
+
     size = comparison.moved.size
     base = got.convert("RGB").resize(size).point(lambda v: v // 3)
     differing = Image.new("L", size, 0)

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deskpilot.client.native import CHECKOUT, ApplianceError, Endpoints, free_display, free_port
+from deskpilot.client.native import ROOT, ApplianceError, Endpoints, free_display, free_port
 
 HOST_DISPLAYS = range(500, 1000)
 ENGINE = Path("scripts") / "docker-engine.sh"
@@ -39,7 +39,7 @@ def docker(*args: str, check: bool = True, timeout: float = 120) -> str:
     return r.stdout
 
 
-def start_engine(checkout: Path = CHECKOUT) -> None:
+def start_engine(checkout: Path = ROOT) -> None:
     """An engine that answers: the one running, else scripts/docker-engine.sh's (installed and started when
     missing); EngineUnavailable when none can be had."""
     try:

@@ -1,5 +1,7 @@
 """A private appliance booted natively by ``scripts/appliance.sh``, exactly as ``make run`` boots it, beside
 whatever else runs here: a free display number, free ports, and a temporary home, state and run directory.
+The launcher, supervisord.conf and rootfs/ are the installed package's (``deskpilot/_appliance``, which the
+wheel carries: setup.py) or, imported from a checkout, the checkout's.
 
 Only the launcher's documented settings are used (docs/operations.md). It must run as root, as
 ``make run`` does: supervisord starts each program as its own user. The launcher runs under a small parent of
@@ -29,8 +31,18 @@ import httpx
 import deskpilot
 from deskpilot.client import processes, reaper
 
-CHECKOUT = Path(deskpilot.__file__).resolve().parent.parent
+PACKAGE = Path(deskpilot.__file__).resolve().parent
 LAUNCHER = Path("scripts") / "appliance.sh"
+
+
+def appliance_root() -> Path:
+    """Where the appliance's files are laid out as in a checkout: the installed package's copy, else the
+    checkout this package is imported from (which then has no such copy: setup.py makes it in the wheel)."""
+    packaged = PACKAGE / "_appliance"
+    return packaged if (packaged / LAUNCHER).is_file() else PACKAGE.parent
+
+
+ROOT = appliance_root()
 
 
 class ApplianceError(RuntimeError):
@@ -120,9 +132,18 @@ def default_venv(checkout: Path) -> Path:
     return venv if (venv / "bin" / "supervisord").exists() else Path(sys.prefix)
 
 
+def check_venv(venv: Path) -> None:
+    """ApplianceError unless ``venv`` has the services' programs (the `server` extra)."""
+    if not (venv / "bin" / "supervisord").is_file():
+        raise ApplianceError(
+            f"no supervisord in {venv}: the appliance's services need the server extra there "
+            '(pip install "deskpilot[server]")'
+        )
+
+
 @dataclass
 class NativeAppliance(Endpoints):
-    checkout: Path = CHECKOUT
+    checkout: Path = ROOT  # where the launcher is: appliance_root(), or a checkout of Deskpilot
     base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="deskpilot-sandbox-")))
     display: str = field(default_factory=free_display)
     desktop_port: int = field(default_factory=free_port)
@@ -179,11 +200,12 @@ class NativeAppliance(Endpoints):
         launcher = self.checkout / LAUNCHER
         if not launcher.is_file():
             raise ApplianceError(
-                f"no {LAUNCHER} under {self.checkout}: a native sandbox runs from a checkout of Deskpilot "
-                "(give image= or url= otherwise)"
+                f"no {LAUNCHER} under {self.checkout}: a native sandbox runs from an installed wheel of "
+                "Deskpilot or a checkout (give image= or url= otherwise)"
             )
         if os.geteuid() != 0:
             raise ApplianceError("a native sandbox runs as root, as `make run` does (or give image= or url=)")
+        check_venv(Path(self.env["DESKPILOT_VENV"]))
         self.base.chmod(0o755)  # the appliance's users must reach their directories below it
         self.started_at = time.monotonic()
         self.leftovers.unlink(missing_ok=True)

@@ -10,7 +10,8 @@ deleted, applications closed, the home back to its skeleton), ``deskpilot_settin
 conftest.py to give the appliance variables, e.g. a scripted model's). When a test that used them fails, its
 last screenshots, one taken at the failure and the list of what it sent are saved under
 ``--deskpilot-artifacts`` and named in the JUnit XML (property ``deskpilot_artifacts``) and the terminal
-summary.
+summary. Under pytest-xdist each worker is a session of its own: one sandbox per worker, and the summary is
+made from the reports the workers send.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from deskpilot.computer.client import Desktop
 from deskpilot.errors import ClientError
 
 RECORD = pytest.StashKey[Record]()
-SAVED = pytest.StashKey[list[tuple[str, Path, list[str]]]]()
+ARTIFACTS = "deskpilot_artifacts"  # the property of a failed test's report naming its folder
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,10 +47,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="deskpilot-artifacts",
         help="where a failed test's screenshots and action log go (default: %(default)s)",
     )
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[SAVED] = []
 
 
 @pytest.fixture(scope="session")
@@ -100,10 +97,8 @@ def pytest_runtest_makereport(
     record = item.stash.get(RECORD, None)
     if report.failed and record is not None and report.when in ("setup", "call"):
         folder = save_artifacts(item, record)
-        item.user_properties.append(("deskpilot_artifacts", str(folder)))
-        report.user_properties.append(("deskpilot_artifacts", str(folder)))
-        files = sorted(p.name for p in folder.iterdir())
-        item.config.stash[SAVED].append((item.nodeid, folder, files))
+        item.user_properties.append((ARTIFACTS, str(folder)))
+        report.user_properties.append((ARTIFACTS, str(folder)))
     return report
 
 
@@ -133,10 +128,14 @@ def _extension(media_type: str) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    saved = config.stash.get(SAVED, [])
+    """The failed tests' folders, from their reports: those of this process or of pytest-xdist's workers."""
+    reports = [r for key in ("failed", "error") for r in terminalreporter.stats.get(key, [])]
+    saved = {
+        (r.nodeid, value): None for r in reports for name, value in r.user_properties if name == ARTIFACTS
+    }
     if not saved:
         return
     terminalreporter.section("deskpilot artifacts")
-    for nodeid, folder, files in saved:
+    for nodeid, folder in saved:
         terminalreporter.write_line(f"{nodeid}: {folder}")
-        terminalreporter.write_line(f"    {', '.join(files)}")
+        terminalreporter.write_line(f"    {', '.join(sorted(p.name for p in Path(folder).iterdir()))}")

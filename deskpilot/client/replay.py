@@ -24,10 +24,9 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from PIL import Image
 
 from deskpilot.client.compare import (
     THRESHOLD,
@@ -42,6 +41,9 @@ from deskpilot.client.compare import (
 from deskpilot.computer.actions import ACTION_MODELS, Looks
 from deskpilot.computer.client import Desktop, DesktopClientError
 from deskpilot.computer.geometry import SCREEN, Size
+
+if TYPE_CHECKING:  # Pillow is the `client` extra's, imported where used (open_png): the CLI reads TIMEOUT
+    from PIL import Image
 
 TIMEOUT = 5.0  # seconds a step's screen has to match, from the action's answer
 # no quietMs: the desktop's own settle for each action, as the agent asks by default, so the frame is taken as
@@ -86,10 +88,16 @@ def load(archive: Path) -> tuple[dict[str, Any], list[dict[str, Any]], zipfile.Z
     return header, steps, z
 
 
+def open_png(data: bytes) -> Image.Image:
+    from PIL import Image
+
+    return Image.open(io.BytesIO(data))
+
+
 def _frame_of(body: dict[str, Any]) -> Image.Image | None:
     data = body.get("data")
     image = data.get("image") if isinstance(data, dict) else None
-    return Image.open(io.BytesIO(base64.b64decode(image))) if isinstance(image, str) else None
+    return open_png(base64.b64decode(image)) if isinstance(image, str) else None
 
 
 def run_step(desktop: Desktop, step: dict[str, Any], width: int | None) -> Image.Image | None:
@@ -220,7 +228,7 @@ def _replay_step(
         result.skipped += 1
         return None
     recorded = step.get("frameAfter")
-    expected = Image.open(io.BytesIO(z.read(f"frames/{recorded}.png"))) if recorded else None
+    expected = open_png(z.read(f"frames/{recorded}.png")) if recorded else None
     first = _send(desktop, step, expected.width if expected else None)
     result.replayed += 1
     if expected is None:

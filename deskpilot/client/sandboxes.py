@@ -1,6 +1,6 @@
 """``deskpilot.sandbox()``: a private appliance for a test run, and ready clients of it.
 
-    with deskpilot.sandbox() as box:                  # natively, through scripts/appliance.sh (as root)
+    with deskpilot.sandbox() as box:                  # natively, the package's scripts/appliance.sh (as root)
         box.desktop.application("terminal")
         task = box.agent.create("...")
 
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from deskpilot.client.agent import Agent, AsyncAgent
 from deskpilot.client.container import ImageAppliance, start_engine
-from deskpilot.client.native import CHECKOUT, ApplianceError, NativeAppliance
+from deskpilot.client.native import ROOT, ApplianceError, NativeAppliance
 from deskpilot.computer.client import AsyncDesktop, Desktop
 
 __all__ = ["ApplianceError", "Sandbox", "sandbox"]
@@ -88,7 +88,8 @@ def sandbox(
     """A private appliance (natively, or from ``image``) or the one at ``url`` (its desktop service; the
     task service at ``agent_url``, by default the next port). ``settings`` are more of the appliance's
     variables (docs/operations.md), e.g. ``AGENT_OPENAI_BASE_URL`` and ``AGENT_MODEL`` for a scripted
-    model; ``checkout`` is the Deskpilot checkout a native sandbox runs from (default: this package's)."""
+    model; ``checkout`` is the Deskpilot checkout a native sandbox runs from (default: the installed
+    package's copy of the appliance, or the checkout it is imported from)."""
     if url is not None:
         box = Sandbox(url.rstrip("/"), (agent_url or next_port(url)).rstrip("/"), token or _env_token())
         try:
@@ -103,7 +104,7 @@ def sandbox(
             image, env=dict(settings or {}), token=token
         )
     else:
-        checkout = Path(checkout) if checkout else CHECKOUT
+        checkout = Path(checkout) if checkout else ROOT
         appliance = NativeAppliance(checkout=checkout, token=token, settings=dict(settings or {}))
     with _running(appliance, token, timeout) as box:
         yield box

@@ -30,7 +30,8 @@ from pydantic_core import PydanticUndefined
 
 from deskpilot.computer import channel as ch
 from deskpilot.computer.actions import ACTION_MODELS, parse_action
-from deskpilot.computer.client_actions import Actions, AsyncActions, Result
+from deskpilot.computer.chords import AsyncChords, Chords
+from deskpilot.computer.client_actions import Result
 from deskpilot.errors import ClientError, InvalidAction, error_detail
 from deskpilot.tracing import desktop_action
 from deskpilot.tracing import on as traces_on
@@ -95,7 +96,7 @@ def agent_headers(task_id: str) -> dict[str, str]:
     return {"X-Deskpilot-Actor": "agent", "X-Deskpilot-Task": task_id}
 
 
-class AsyncDesktop(AsyncActions):
+class AsyncDesktop(AsyncChords):
     """The desktop service at ``url`` (``http://127.0.0.1:9990``), from asyncio code."""
 
     def __init__(
@@ -215,7 +216,7 @@ class AsyncDesktop(AsyncActions):
             raise unreachable(self.base_url, exc) from exc
 
 
-class Desktop(Actions):
+class Desktop(Chords):
     """The desktop service at ``url`` (``http://127.0.0.1:9990``), blocking."""
 
     def __init__(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from deskpilot.computer.chords import CLIPBOARD_COMMAND, clipboard_text
 from deskpilot.computer.client import Desktop
 from deskpilot.errors import ClientError
 from deskpilot.evaluation.suite import Check
@@ -46,8 +47,7 @@ def run_check(check: Check, desktop: Desktop) -> CheckResult:
         found = any(re.search(check.window.title, t) for t in titles)
         return CheckResult(what, found, "" if found else f"the windows are {titles}")
     assert check.clipboard is not None
-    out = desktop.command("xclip -o -selection clipboard")
-    return _text("the clipboard", check.clipboard.problem(out["stdout"] if out["exitCode"] == 0 else ""))
+    return _text("the clipboard", check.clipboard.problem(clipboard_text(desktop.command(CLIPBOARD_COMMAND))))
 
 
 def run_setup_command(desktop: Desktop, command: str) -> None:

@@ -86,3 +86,34 @@ def test_the_desktops_page_watches_and_takes_over_a_fleet_desktop(
     expect(page.locator("#fleet-state")).to_have_text("Idle")
     expect(page.locator("#desktop-state")).to_have_text("live · view only", timeout=15_000)
     assert agent.get("/desktops").json()[0]["takenOver"] is False
+
+
+# The widest the page ever was beyond its window, sampled every frame from the first paint.
+OVERFLOW = """
+window.overflow = 0;
+const sample = () => {
+  const page = document.documentElement;
+  if (page) window.overflow = Math.max(window.overflow, page.scrollWidth - page.clientWidth);
+  requestAnimationFrame(sample);
+};
+requestAnimationFrame(sample);
+"""
+
+
+def test_a_desktops_page_follows_the_events_and_fits_its_window_at_once(
+    fleet_ui: tuple[str, httpx.Client], page: Page
+) -> None:
+    ui, agent = fleet_ui
+    page.add_init_script(OVERFLOW)
+    page.goto(f"{ui}/desktops/{NAME}")
+    # connected to the task service's events, not "connecting…" for good
+    expect(page.locator("#live")).to_have_attribute("data-state", "up")
+    expect(page.locator("#live .live-text")).to_have_text("live")
+    expect(page.locator("#desktop-state")).to_have_text("live · view only", timeout=15_000)
+    page.wait_for_timeout(500)  # a few frames of the live view, scaled to fit
+    assert page.evaluate("window.overflow") <= 0, "the page was wider than its window"
+    # a change made elsewhere (another user, the API) shows without a reload
+    assert agent.post(f"/desktops/{NAME}/takeover").status_code == 200
+    expect(page.locator("#fleet-state")).to_have_text("Taken Over", timeout=10_000)
+    assert agent.post(f"/desktops/{NAME}/resume").status_code == 200
+    expect(page.locator("#fleet-state")).to_have_text("Idle", timeout=10_000)

@@ -5,9 +5,12 @@ NEEDS_HELP and COMPLETED, answered, taken over and handed back, scheduled, chang
 from __future__ import annotations
 
 import base64
+import json
 import time
+import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +21,7 @@ from tests.integration.client.conftest import Driver
 COVERED: set[tuple[str, str]] = set()
 CALLS = {
     "create", "get", "tasks", "messages", "reply", "take_over", "hand_back", "update", "cancel", "delete",
-    "clear", "models", "health", "wait",
+    "clear", "models", "health", "wait", "trajectory",
 }  # fmt: skip
 
 
@@ -30,7 +33,7 @@ def tasks(request: pytest.FixtureRequest, clean: Sandbox) -> Iterator[Driver]:
 
 
 def test_a_task_asks_waits_for_its_human_and_completes(
-    tasks: Driver, model: ScriptedModel, clean: Sandbox
+    tasks: Driver, model: ScriptedModel, clean: Sandbox, tmp_path: Path
 ) -> None:
     name = f"answer-{tasks.mode}.txt"
     model.play(
@@ -58,6 +61,15 @@ def test_a_task_asks_waits_for_its_human_and_completes(
     assert any(name in said for r in model.requests for said in r.text_of("user"))  # the reply reached it
     detail = tasks.get(task.id)
     assert [f.name for f in detail.files] == ["input.txt"] and detail.model == "local/scripted"
+    # its trajectory, downloaded to a path of its own (the folders made)
+    saved = tasks.trajectory(task.id, tmp_path / tasks.mode / "run.zip")
+    assert saved == tmp_path / tasks.mode / "run.zip"
+    with zipfile.ZipFile(saved) as archive:
+        steps = [json.loads(line) for line in archive.read("trajectory.jsonl").splitlines()[1:]]
+    assert [s["action"]["action"] for s in steps] == ["write_file"]
+    with pytest.raises(TaskClientError) as missing:
+        tasks.trajectory("no-such-task", tmp_path / "none.zip")
+    assert missing.value.status == 404 and not (tmp_path / "none.zip").exists()
 
 
 def test_scheduled_changed_cancelled_deleted_and_cleared(tasks: Driver) -> None:

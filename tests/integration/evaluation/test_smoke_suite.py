@@ -6,16 +6,17 @@ against the same appliance."""
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 import deskpilot
 from deskpilot.cli import main
 from deskpilot.client import Sandbox
+from deskpilot.client.native import free_port
 from deskpilot.evaluation import SuiteResult, load_suite, run_suite
 from deskpilot.evaluation.report import markdown
 from deskpilot.scripted import Plan, ScriptedModel
@@ -108,7 +109,9 @@ def test_the_reference_trajectories_replay_to_a_pass(
     assert not missing.results[0].passed and "no trajectory" in missing.results[0].error
 
 
-def test_the_command_line_writes_its_reports(box: Sandbox, scripted: ScriptedModel, tmp_path: Path) -> None:
+def test_the_command_line_writes_its_reports(
+    box: Sandbox, scripted: ScriptedModel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     scripted.play([], plan=Plan.load(SMOKE / "plans" / "reference.yaml"))
     suite = tmp_path / "suite"
     suite.mkdir()
@@ -126,18 +129,29 @@ def test_the_command_line_writes_its_reports(box: Sandbox, scripted: ScriptedMod
     saved = tmp_path / "saved"
     assert main([*argv, "--token", box.token or "", "--save-trajectories", str(saved)]) == 0
     assert [p.name for p in saved.iterdir()] == ["note.zip"]
+    assert re.search(r"^\[1/1\] pass  note  COMPLETED  [\d.]+ s  2 steps$", capsys.readouterr().out, re.M)
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert (report["passed"], report["total"], report["tasks"][0]["id"]) == (1, 1, "note")
+    assert report["model"] == report["tasks"][0]["model"] == "local/scripted"  # not "default"
     assert "| note | pass | COMPLETED |" in (tmp_path / "r" / "report.md").read_text()
-    assert "<tr class=pass><td>note</td>" in (tmp_path / "r" / "report.html").read_text()
-    # each task links its trajectory, which downloads with the token
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert '<tr class="pass">' in page and 'href="#task-note">note</a>' in page
+    # each task's trajectory is kept beside the report, linked relative to it, and copied to --save-...
     task = report["tasks"][0]
-    assert task["trajectory"] == f"{box.agent_url}/tasks/{task['task_id']}/trajectory"
-    headers = {"Authorization": f"Bearer {box.token}"} if box.token else {}
-    archive = httpx.get(task["trajectory"], headers=headers, timeout=30)
-    assert archive.status_code == 200 and archive.content[:2] == b"PK"
-    assert "download</a>" in (tmp_path / "r" / "report.html").read_text()
+    assert task["trajectory"] == "trajectories/note.zip" and 'href="trajectories/note.zip"' in page
+    kept = (tmp_path / "r" / task["trajectory"]).read_bytes()
+    assert kept[:2] == b"PK" and (saved / "note.zip").read_bytes() == kept
     assert main(["eval", str(tmp_path / "nothing-here")]) == 2
+    # could not run: exit 2, saying why
+    token = ["--token", box.token or ""]
+    assert main([*argv, *token, "--model", "made-up/model"]) == 2
+    said = capsys.readouterr().err
+    assert "offers no model 'made-up/model'" in said and "local/scripted" in said
+    assert main([*argv, *token, "--jobs", "2"]) == 2
+    assert "--jobs runs private sandboxes" in capsys.readouterr().err
+    nobody = f"http://127.0.0.1:{free_port()}"
+    assert main(["eval", str(suite), "--url", nobody, "--out", str(tmp_path / "void")]) == 2
+    assert "the appliance does not answer" in capsys.readouterr().err
     # the saved trajectory scores the suite again with no model
     replayed = [*argv[:-1], str(tmp_path / "replayed"), "--token", box.token or "", "--replay", str(saved)]
     assert main(replayed) == 0
