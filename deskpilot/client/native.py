@@ -209,7 +209,8 @@ class NativeAppliance(Endpoints):
         self.base.chmod(0o755)  # the appliance's users must reach their directories below it
         self.started_at = time.monotonic()
         self.leftovers.unlink(missing_ok=True)
-        reaper = [sys.executable, "-m", "deskpilot.client.reaper", str(self.leftovers), "--", str(launcher)]
+        reaper = [sys.executable, "-m", "deskpilot.client.reaper", "--quick-stop", str(self.leftovers)]
+        reaper += ["--", str(launcher)]
         # the reaper imports this very package, wherever it was imported from
         package_root = str(Path(deskpilot.__file__).resolve().parent.parent)
         env = self.env

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from pathlib import Path
 
 
@@ -51,7 +52,12 @@ def describe(pid: int) -> str:
 
 def kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, 9)
+        os.kill(pid, signal.SIGKILL)
+
+
+def terminate(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGTERM)
 
 
 def reap() -> None:

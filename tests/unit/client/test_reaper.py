@@ -4,11 +4,14 @@ listed."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from deskpilot.client import processes
+from tests.support.timing import wait_until
 
 
 def reap(tmp_path: Path, script: str) -> tuple[int, list[str]]:
@@ -29,3 +32,24 @@ def test_a_daemon_the_command_left_is_adopted_ended_and_listed(tmp_path: Path) -
     assert code == 0
     assert len(left) == 1 and left[0].split(" ", 1)[1] == "sleep 300", left
     assert int(left[0].split()[0]) not in set(processes.descendants(1)) - before  # killed
+
+
+def test_a_quick_stop_ends_the_tree_at_once_and_not_the_commands_slow_way(tmp_path: Path) -> None:
+    """The command stands for supervisord: on SIGTERM it would take 20 s (its ordered stop); its program,
+    a sleep, ends on SIGTERM. The reaper ends both within a second or two, and reports success."""
+    leftovers = tmp_path / "leftovers"
+    argv = [sys.executable, "-m", "deskpilot.client.reaper", "--quick-stop", str(leftovers), "--"]
+    slow = (  # on SIGTERM: waits for its program, then 20 s more, as supervisord's loop would
+        "import signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: None)\n"
+        "subprocess.run(['sleep', '300'])\n"
+        "time.sleep(20)\n"
+        "sys.exit(5)\n"
+    )
+    reaper = subprocess.Popen([*argv, sys.executable, "-c", slow])
+    wait_until(lambda: len(processes.descendants(reaper.pid)) >= 2, 10, what="the command and its program")
+    started = time.monotonic()
+    reaper.send_signal(signal.SIGTERM)
+    assert reaper.wait(15) == 0
+    assert time.monotonic() - started < 3
+    assert leftovers.read_text() == ""
