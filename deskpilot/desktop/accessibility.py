@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
-
-from dbus_fast import Variant
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from deskpilot.desktop.atspi import (
     ACCESSIBLE,
@@ -38,6 +36,9 @@ from deskpilot.desktop.atspi import (
     state_names,
 )
 from deskpilot.errors import InvalidAction
+
+if TYPE_CHECKING:
+    from dbus_fast import Variant
 
 PROPERTIES = "org.freedesktop.DBus.Properties"
 NULL_PATH = "/org/a11y/atspi/null"  # a reference to nothing
@@ -84,6 +85,13 @@ async def read_tree(atspi: Atspi, query: Query) -> dict[str, Any]:
     }
 
 
+def _variant(value: object) -> TypeGuard[Variant]:
+    """A D-Bus variant (dbus-fast imported here, in the worker that speaks to the bus, not at import)."""
+    from dbus_fast import Variant
+
+    return isinstance(value, Variant)
+
+
 def _node_calls(ref: Ref, expand: bool) -> list[Call]:
     calls: list[Call] = [
         (ref, ACCESSIBLE, "GetRoleName", "", ()),
@@ -125,13 +133,13 @@ async def _read_level(atspi: Atspi, walk: Walk, level: list[Ref], expand: bool) 
         walk.nodes[ref] = {
             "id": element_id(ref),
             "role": str(role),
-            "name": name.value if isinstance(name, Variant) else "",
+            "name": name.value if _variant(name) else "",
             "states": state_names(states),
             "bounds": None,
         }
         if "showing" in walk.nodes[ref]["states"]:
             walk.unplaced.append(ref)
-        if not expand and isinstance(children[0], Variant) and children[0].value:
+        if not expand and _variant(children[0]) and children[0].value:
             walk.capped.add("depth")
         kids = children[0] if isinstance(children[0], list) else []
         out.append([(str(bus), str(path)) for bus, path in kids if bus and path != NULL_PATH])
@@ -158,7 +166,7 @@ async def _read_texts(atspi: Atspi, walk: Walk) -> None:
     _place(walk, placing, answers[len(asked) :])
     spans: list[tuple[Ref, int, int]] = []
     for ref, count in zip(refs, counts, strict=True):
-        length = int(count.value) if isinstance(count, Variant) else 0
+        length = int(count.value) if _variant(count) else 0
         take = min(length, MAX_TEXT, walk.text_left)
         if take < length:
             walk.capped.add("text")
@@ -226,7 +234,7 @@ async def _toplevels(atspi: Atspi, apps: list[Ref]) -> list[tuple[Ref, list[str]
     answers = await atspi.batch(asked)
     states, names = answers[: len(refs)], answers[len(refs) :]
     return [
-        (ref, state_names(bits), name.value if isinstance(name, Variant) else "")
+        (ref, state_names(bits), name.value if _variant(name) else "")
         for ref, bits, name in zip(refs, states, names, strict=True)
         if isinstance(bits, list)
     ]
@@ -283,7 +291,7 @@ async def text_state(atspi: Atspi, element: str) -> dict[str, Any] | None:
             (ref, PROPERTIES, "Get", "ss", (TEXT, "CharacterCount")),
         ]
     )
-    if not isinstance(states, list) or not isinstance(count, Variant):
+    if not isinstance(states, list) or not _variant(count):
         return None
     names = state_names(states)
     if "defunct" in names or ("editable" not in names and role != "terminal"):

@@ -25,12 +25,13 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from dbus_fast import BusType, Message, MessageType
-from dbus_fast.aio import MessageBus
+from typing import TYPE_CHECKING, Any
 
 from deskpilot.errors import AccessibilityUnavailable, InvalidAction
+
+if TYPE_CHECKING:  # dbus-fast (~15 MiB) is imported where the bus is spoken to: the service never is
+    from dbus_fast import Message
+    from dbus_fast.aio import MessageBus
 
 ACCESSIBLE = "org.a11y.atspi.Accessible"
 COMPONENT = "org.a11y.atspi.Component"
@@ -174,6 +175,8 @@ class Atspi:
         if self._bus is not None and self._bus.connected and self._loop is loop:
             return self._bus
         self.close()
+        from dbus_fast.aio import MessageBus
+
         try:
             self._bus = await asyncio.wait_for(MessageBus(bus_address=await _address()).connect(), 2)
         except (OSError, TimeoutError, ValueError, AccessibilityUnavailable) as exc:
@@ -207,6 +210,8 @@ class Atspi:
         answers: list[Any] = [CallFailed("timeout")] * len(calls)
         if not calls:
             return answers
+        from dbus_fast import Message, MessageType
+
         done = asyncio.get_running_loop().create_future()
         queue = iter(enumerate(calls))
         left = len(calls)
@@ -283,6 +288,9 @@ async def _address() -> str:
         return os.environ["AT_SPI_BUS_ADDRESS"]
     if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
         raise AccessibilityUnavailable("no session bus (DBUS_SESSION_BUS_ADDRESS) to ask for it")
+    from dbus_fast import BusType, Message, MessageType
+    from dbus_fast.aio import MessageBus
+
     session = await MessageBus(bus_type=BusType.SESSION).connect()
     try:
         reply = await session.call(
