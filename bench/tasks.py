@@ -33,11 +33,11 @@ import httpx  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 
 from deskpilot.config import TaskSettings  # noqa: E402
+from deskpilot.taskapi.types import TaskPriority  # noqa: E402
 from deskpilot.tasks.app import create_app  # noqa: E402
 from deskpilot.tasks.executor import TaskContext  # noqa: E402
 from deskpilot.tasks.models import Task, utcnow  # noqa: E402
 from deskpilot.tasks.store import Store  # noqa: E402
-from deskpilot.tasks.types import TaskPriority  # noqa: E402
 from deskpilot.tasks.worker import Worker  # noqa: E402
 from tests.support.net import ServerThread, free_port  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402

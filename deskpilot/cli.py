@@ -42,7 +42,7 @@ from typing import Any
 
 import httpx
 
-import deskpilot
+from deskpilot import __version__
 from deskpilot.client.compare import THRESHOLD, TOLERANCE, Box
 from deskpilot.client.install import add_commands, install_command, up_command
 from deskpilot.client.replay import TIMEOUT, ReplayResult, replay
@@ -53,7 +53,7 @@ from deskpilot.errors import ClientError
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deskpilot", description="Deskpilot's tools")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {deskpilot.__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     ev = commands.add_parser("eval", help="score a model on a suite of desktop tasks")
     ev.add_argument("suite", type=Path, help="a task file (YAML) or a folder of them")

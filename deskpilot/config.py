@@ -14,7 +14,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from deskpilot.computer.fields import DESKTOP_DIR
-from deskpilot.tasks.types import DESKTOP_NAME_PATTERN
+from deskpilot.taskapi.types import DESKTOP_NAME_PATTERN
 
 
 class DesktopSettings(BaseSettings):

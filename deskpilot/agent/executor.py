@@ -50,7 +50,7 @@ from deskpilot.computer.fields import APPLICATION_NAMES, DESKTOP_DIR
 from deskpilot.computer.tools import PREFIX
 from deskpilot.config import AgentSettings
 from deskpilot.errors import UpstreamUnavailable
-from deskpilot.tasks.types import TaskStatus
+from deskpilot.taskapi.types import TaskStatus
 
 if TYPE_CHECKING:
     from deskpilot.tasks.executor import TaskContext

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from deskpilot.computer.geometry import Size
 from deskpilot.computer.tools import TOOLS, function_tool, inline_schema
-from deskpilot.tasks.types import TaskPriority
+from deskpilot.taskapi.types import TaskPriority
 
 
 class SetTaskStatus(BaseModel):

@@ -2,8 +2,8 @@
 
 ``Desktop``/``AsyncDesktop`` drive the desktop (one typed method per action), ``Agent``/``AsyncAgent`` run
 tasks on the task service and wait for them on its event stream, ``sandbox()`` starts a private appliance
-and gives clients of it. It imports only the contract
-(``deskpilot.computer``) and the task API's vocabulary (``deskpilot.tasks.types``), never a service.
+and gives clients of it. It imports only the contracts, the desktop's
+(``deskpilot.computer``) and the task API's (``deskpilot.taskapi``), never a service.
 """
 
 from deskpilot.client.agent import Agent, AsyncAgent
@@ -12,7 +12,7 @@ from deskpilot.client.sandboxes import ApplianceError, Sandbox, sandbox
 from deskpilot.computer.client import AsyncDesktop, Desktop, DesktopClientError
 from deskpilot.computer.results import FileData, Point, ScreenImage
 from deskpilot.errors import ClientError
-from deskpilot.tasks.types import MessageOut, ModelOut, TaskDetail, TaskOut, TaskPriority, TaskStatus
+from deskpilot.taskapi.types import MessageOut, ModelOut, TaskDetail, TaskOut, TaskPriority, TaskStatus
 
 __all__ = [
     "STOPPED",

@@ -22,7 +22,7 @@ from websockets.exceptions import WebSocketException
 from deskpilot.client import calls
 from deskpilot.client.calls import STOPPED, Call, Operation, TaskClientError
 from deskpilot.client.follow import OPEN_TIMEOUT, Follow
-from deskpilot.tasks.types import TaskOut, TaskStatus
+from deskpilot.taskapi.types import TaskOut, TaskStatus
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -17,7 +17,7 @@ import pybase64
 from pydantic import TypeAdapter
 
 from deskpilot.errors import ClientError, error_detail
-from deskpilot.tasks.types import MessageOut, ModelOut, TaskDetail, TaskOut, TaskPriority, TaskStatus
+from deskpilot.taskapi.types import MessageOut, ModelOut, TaskDetail, TaskOut, TaskPriority, TaskStatus
 
 T = TypeVar("T")
 

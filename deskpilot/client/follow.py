@@ -16,7 +16,7 @@ import orjson
 from websockets.exceptions import InvalidStatus
 
 from deskpilot.client.calls import TaskClientError
-from deskpilot.tasks.types import TaskOut, TaskStatus
+from deskpilot.taskapi.types import TaskOut, TaskStatus
 
 RECONNECT_DELAYS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)  # then every 2 s
 OPEN_TIMEOUT = 10.0

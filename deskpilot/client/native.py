@@ -28,10 +28,10 @@ from pathlib import Path
 
 import httpx
 
-import deskpilot
 from deskpilot.client import processes, reaper
 
-PACKAGE = Path(deskpilot.__file__).resolve().parent
+# found from this file, not by importing the package's facade (deskpilot/__init__.py imports the client)
+PACKAGE = Path(__file__).resolve().parents[1]
 LAUNCHER = Path("scripts") / "appliance.sh"
 
 
@@ -212,7 +212,7 @@ class NativeAppliance(Endpoints):
         reaper = [sys.executable, "-m", "deskpilot.client.reaper", "--quick-stop", str(self.leftovers)]
         reaper += ["--", str(launcher)]
         # the reaper imports this very package, wherever it was imported from
-        package_root = str(Path(deskpilot.__file__).resolve().parent.parent)
+        package_root = str(PACKAGE.parent)
         env = self.env
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         with self.log.open("wb") as log:

@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import deskpilot
 from deskpilot.desktop.hands import Hands
 from deskpilot.desktop.input import Input, poll
 from deskpilot.desktop.watchdog import bounded
@@ -36,7 +35,7 @@ WHAT = "during the reset"
 
 def default_skeleton() -> Path:
     """rootfs/home/user of the checkout (or image) the service runs from."""
-    return Path(deskpilot.__file__).resolve().parent.parent / "rootfs" / "home" / "user"
+    return Path(__file__).resolve().parents[2] / "rootfs" / "home" / "user"
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from deskpilot.evaluation.checks import (
     write_setup_file,
 )
 from deskpilot.evaluation.suite import EvalTask
-from deskpilot.tasks.types import MessageOut
+from deskpilot.taskapi.types import MessageOut
 
 TRAJECTORY = "/tasks/{task_id}/trajectory"
 TRAJECTORIES = "trajectories"  # beside the report: each task's trajectory, <task id>.zip

@@ -21,6 +21,7 @@ from deskpilot import __version__, logs, metrics, tracing
 from deskpilot.computer.client import AsyncDesktop
 from deskpilot.config import MetricsSettings, SecuritySettings, TaskSettings
 from deskpilot.security import Guard, deny_framing, policy_for
+from deskpilot.taskapi.requests import TaskCreate
 from deskpilot.tasks.desktops import Identity, Registry
 from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.executor import Executor, load_executor
@@ -29,7 +30,6 @@ from deskpilot.tasks.handlers import install_error_handlers, refusal
 from deskpilot.tasks.metrics import TaskMetrics
 from deskpilot.tasks.retention import sweep_forever
 from deskpilot.tasks.routes import desktops, events, health, messages, tasks
-from deskpilot.tasks.schemas import TaskCreate
 from deskpilot.tasks.service import TaskService
 from deskpilot.tasks.store import Store
 from deskpilot.tasks.worker import Worker

@@ -23,10 +23,10 @@ from sqlalchemy import delete, select, update
 
 from deskpilot.config import TaskSettings
 from deskpilot.errors import DesktopNotFound
+from deskpilot.taskapi.types import DESKTOP_NAME_PATTERN, DesktopState, Role, TaskStatus
 from deskpilot.tasks.models import FleetDesktop, Task
 from deskpilot.tasks.schemas import iso
 from deskpilot.tasks.store import Store
-from deskpilot.tasks.types import DESKTOP_NAME_PATTERN, DesktopState, Role, TaskStatus
 
 _NAME = re.compile(DESKTOP_NAME_PATTERN)
 

@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 from fastapi import WebSocket, WebSocketDisconnect
 
+from deskpilot.taskapi.types import EVENT_KINDS
 from deskpilot.tasks.models import Message, Task
 from deskpilot.tasks.schemas import message_json, task_json
-from deskpilot.tasks.types import EVENT_KINDS
 from deskpilot.web import dumps
 
 QUEUE_LIMIT = 1000  # a client this far behind is disconnected rather than buffered without bound

@@ -25,9 +25,9 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from deskpilot.computer.client import AsyncDesktop
+from deskpilot.taskapi.types import Role, TaskPriority, TaskStatus
 from deskpilot.tasks.models import Message, Summary, Task
 from deskpilot.tasks.store import Store
-from deskpilot.tasks.types import Role, TaskPriority, TaskStatus
 
 UNAVAILABLE = "agent loop not available in this build"
 # (model, outcome, seconds, (prompt tokens, completion tokens)) of one model call: the service's metrics

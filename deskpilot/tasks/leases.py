@@ -15,12 +15,12 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, Row, Select, and_, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from deskpilot.taskapi.types import Role, TaskStatus
 from deskpilot.tasks.desktops import Identity
 from deskpilot.tasks.events import Event
 from deskpilot.tasks.lifecycle import apply_status, log_claimed, log_handed_back, log_status
 from deskpilot.tasks.models import FleetDesktop, Message, Task, TaskFile, new_id
 from deskpilot.tasks.store import Store
-from deskpilot.tasks.types import Role, TaskStatus
 
 
 class Leases:

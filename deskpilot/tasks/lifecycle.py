@@ -24,8 +24,8 @@ from datetime import datetime
 from typing import Any
 
 from deskpilot.errors import InvalidTransition
+from deskpilot.taskapi.types import FINISHED, TaskStatus
 from deskpilot.tasks.models import Task
-from deskpilot.tasks.types import FINISHED, TaskStatus
 
 log = logging.getLogger(__name__)
 ERROR_CHARS = 500  # of a FAILED task's error in its log line

@@ -17,11 +17,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from sqlalchemy import func, select
 
 from deskpilot.metrics import OTHER, Bounded, children
+from deskpilot.taskapi.types import DesktopState, TaskStatus
 from deskpilot.tasks.desktops import Registry
 from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.models import Task
 from deskpilot.tasks.store import Store
-from deskpilot.tasks.types import DesktopState, TaskStatus
 
 # seconds: a scripted run takes a second, a real one minutes, a long one an hour (AGENT_MAX_WALL_SECONDS)
 RUN_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)

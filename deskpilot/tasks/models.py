@@ -20,7 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from deskpilot.tasks.types import Role, TaskPriority, TaskStatus, TaskType
+from deskpilot.taskapi.types import Role, TaskPriority, TaskStatus, TaskType
 
 
 def utcnow() -> datetime:

@@ -19,9 +19,9 @@ from typing import Any
 from sqlalchemy import or_, select
 
 from deskpilot.errors import TrajectoryExpired
+from deskpilot.taskapi.types import TaskStatus
 from deskpilot.tasks.models import Message, Task, utcnow
 from deskpilot.tasks.store import Store
-from deskpilot.tasks.types import TaskStatus
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from typing import Any
 from deskpilot.computer.client import AsyncDesktop
 from deskpilot.config import TaskSettings
 from deskpilot.errors import BadRequest, InvalidTransition
+from deskpilot.taskapi.types import FINISHED, Role, TaskStatus
 from deskpilot.tasks.desktops import Registry
 from deskpilot.tasks.events import EventHub
 from deskpilot.tasks.executor import Executor
 from deskpilot.tasks.models import Task
 from deskpilot.tasks.store import Store
-from deskpilot.tasks.types import FINISHED, Role, TaskStatus
 from deskpilot.tasks.worker import Worker
 
 

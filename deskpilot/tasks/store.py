@@ -20,6 +20,7 @@ from sqlalchemy.orm import defer
 
 from deskpilot.computer.fields import DESKTOP_DIR
 from deskpilot.errors import BadRequest, TaskNotFound
+from deskpilot.taskapi.types import Role, TaskPriority, TaskStatus, TaskType
 from deskpilot.tasks.db import Database
 from deskpilot.tasks.events import Event
 from deskpilot.tasks.lifecycle import (
@@ -31,7 +32,6 @@ from deskpilot.tasks.lifecycle import (
     log_status,
 )
 from deskpilot.tasks.models import Message, Summary, Task, TaskFile, new_id, utcnow
-from deskpilot.tasks.types import Role, TaskPriority, TaskStatus, TaskType
 from deskpilot.tasks.uploads import NewFile, files_note, guess_media_type, safe_name, unique_names
 
 NOTIFY_CHANNEL = "deskpilot_tasks"

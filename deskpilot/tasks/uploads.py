@@ -21,9 +21,9 @@ from starlette.datastructures import UploadFile
 from deskpilot.computer.fields import bidi_problem
 from deskpilot.config import TaskSettings
 from deskpilot.errors import BadRequest, PayloadTooLarge
+from deskpilot.taskapi.requests import FileIn, TaskCreate
+from deskpilot.taskapi.types import DESKTOP_NAME_PATTERN, TaskPriority, TaskType
 from deskpilot.tasks.models import TaskFile
-from deskpilot.tasks.schemas import FileIn, TaskCreate
-from deskpilot.tasks.types import DESKTOP_NAME_PATTERN, TaskPriority, TaskType
 
 MAX_NAME_BYTES = 255  # NAME_MAX of Linux file systems
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]+")

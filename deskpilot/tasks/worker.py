@@ -27,6 +27,7 @@ from opentelemetry import trace
 
 from deskpilot import logs, tracing
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
+from deskpilot.taskapi.types import Role, TaskStatus
 from deskpilot.tasks.db import keep_connected
 from deskpilot.tasks.desktops import Identity, Registry, host_desktop_name
 from deskpilot.tasks.events import Event
@@ -35,7 +36,6 @@ from deskpilot.tasks.leases import Leases
 from deskpilot.tasks.metrics import TaskMetrics
 from deskpilot.tasks.models import Task, TaskFile, utcnow
 from deskpilot.tasks.store import NOTIFY_CHANNEL, Store
-from deskpilot.tasks.types import Role, TaskStatus
 from deskpilot.tasks.uploads import numbered, renamed_note
 
 log = logging.getLogger(__name__)

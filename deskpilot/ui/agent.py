@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+from deskpilot.taskapi.types import FINISHED, TaskStatus
 
 
 class AgentUnavailable(Exception):
@@ -25,16 +28,16 @@ class AgentFailed(Exception):
 
 
 # The status tabs of the task list: (key, label, statuses sent to the agent).
-FILTERS: list[tuple[str, str, list[str]]] = [
+FILTERS: list[tuple[str, str, list[TaskStatus]]] = [
     ("all", "All", []),
-    ("active", "Active", ["PENDING", "IN_PROGRESS", "NEEDS_HELP", "NEEDS_REVIEW"]),
-    ("attention", "Needs you", ["NEEDS_HELP", "NEEDS_REVIEW"]),
-    ("completed", "Completed", ["COMPLETED"]),
-    ("failed", "Failed / cancelled", ["FAILED", "CANCELLED"]),
+    ("active", "Active", [s for s in TaskStatus if s not in FINISHED]),
+    ("attention", "Needs you", [TaskStatus.NEEDS_HELP, TaskStatus.NEEDS_REVIEW]),
+    ("completed", "Completed", [TaskStatus.COMPLETED]),
+    ("failed", "Failed / cancelled", [TaskStatus.FAILED, TaskStatus.CANCELLED]),
 ]
 
 
-def statuses_for(filter_key: str) -> list[str]:
+def statuses_for(filter_key: str) -> list[TaskStatus]:
     for key, _label, statuses in FILTERS:
         if key == filter_key:
             return statuses
@@ -60,7 +63,7 @@ class AgentClient:
         return response
 
     async def list_tasks(
-        self, statuses: list[str], limit: int, offset: int
+        self, statuses: Sequence[str], limit: int, offset: int
     ) -> tuple[list[dict[str, Any]], int]:
         params: dict[str, Any] = {"limit": limit, "offset": offset}
         if statuses:

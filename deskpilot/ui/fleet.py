@@ -15,7 +15,7 @@ import re
 import time
 from typing import Any
 
-from deskpilot.tasks.types import DESKTOP_NAME_PATTERN
+from deskpilot.taskapi.types import DESKTOP_NAME_PATTERN
 from deskpilot.ui.agent import AgentClient
 
 _NAME = re.compile(DESKTOP_NAME_PATTERN)

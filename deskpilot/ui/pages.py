@@ -7,6 +7,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from deskpilot import __version__
 from deskpilot.security import authorized
+from deskpilot.taskapi.types import TaskStatus
 from deskpilot.ui.agent import AgentFailed, AgentUnavailable
 from deskpilot.ui.deps import Agent, Directory, Settings
 from deskpilot.ui.render import fleet, models_state, render, task_list, task_state
@@ -50,7 +51,7 @@ async def task_detail(request: Request, task_id: str, agent: Agent) -> HTMLRespo
             request, "task.html", {"task": None, "task_id": task_id, "error": exc.message}, exc.status
         )
     context = {"task": task, "task_id": task_id, "error": None, "task_state": task_state(task)}
-    if task.get("status") == "PENDING":  # say why it may not start
+    if task.get("status") == TaskStatus.PENDING:  # say why it may not start
         context.update(await models_state(agent))
     return render(request, "task.html", context)
 

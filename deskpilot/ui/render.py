@@ -13,19 +13,26 @@ from fastapi.templating import Jinja2Templates
 
 from deskpilot import __version__
 from deskpilot.config import PROVIDERS, PROXY_VAR
-from deskpilot.tasks.types import FINISHED, TaskPriority
+from deskpilot.taskapi.types import FINISHED, TaskPriority, TaskStatus
 from deskpilot.ui.agent import FILTERS, AgentClient, AgentFailed, AgentUnavailable, statuses_for
 from deskpilot.ui.conversation import render_message
 from deskpilot.ui.fleet import DesktopDirectory, live_view_base
 
 STATUS_LABELS: dict[str, str] = {
-    "PENDING": "Queued",
-    "IN_PROGRESS": "Running",
-    "NEEDS_HELP": "Needs help",
-    "NEEDS_REVIEW": "Needs review",
-    "COMPLETED": "Completed",
-    "CANCELLED": "Cancelled",
-    "FAILED": "Failed",
+    TaskStatus.PENDING: "Queued",
+    TaskStatus.IN_PROGRESS: "Running",
+    TaskStatus.NEEDS_HELP: "Needs help",
+    TaskStatus.NEEDS_REVIEW: "Needs review",
+    TaskStatus.COMPLETED: "Completed",
+    TaskStatus.CANCELLED: "Cancelled",
+    TaskStatus.FAILED: "Failed",
+}
+# The statuses as the page's scripts read them (base.html renders them as JSON, common.js parses it), so
+# the JavaScript writes none of its own: each by name, the finished ones, their labels.
+STATUSES: dict[str, Any] = {
+    "each": {status.name: status.value for status in TaskStatus},
+    "finished": sorted(FINISHED),
+    "labels": STATUS_LABELS,
 }
 
 
@@ -60,7 +67,8 @@ def _templates() -> Jinja2Templates:
     )
     env = templates.env
     env.globals.update(
-        status_labels=STATUS_LABELS,
+        statuses=STATUSES,
+        TaskStatus=TaskStatus,
         priorities=[p.value for p in TaskPriority],
         providers=PROVIDERS,
         proxy_var=PROXY_VAR,

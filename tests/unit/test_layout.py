@@ -1,12 +1,11 @@
-"""The layout holds: each package imports only what sits below it, and modules and functions stay small.
+"""The layout holds: every module sits on a floor and imports nothing from a floor above its own, each
+package imports only what its rule allows, and modules and functions stay small.
 
-computer   the contract          imports nothing of the services
-client     the Python client     the contract, the task API's vocabulary (installable without the services)
-scripted   the scripted model    nothing of the rest (installable without the services)
-desktop    port 9990             the contract
-tasks      port 9991             the contract (its client); never the agent loop: it loads it by name
-agent      the loop, a plug-in   the contract, the task service's plug-in interface and vocabulary
-ui         port 9992             the contract, the task API's vocabulary
+ground     the contracts         computer (the desktop's), taskapi (the task API's), errors, tracing, logs
+shared     the services' kit     config, web, bridge, security, metrics
+services   and the client        desktop (9990), tasks (9991), client, scripted: none imports another
+on top     the loop, the UI ...  agent (a plug-in of tasks), ui (9992), evaluation (uses the client)
+front      the doors             cli, and ``deskpilot`` itself (it hands out the client's names lazily)
 """
 
 from __future__ import annotations
@@ -17,8 +16,19 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parents[2] / "deskpilot"
+# ``from deskpilot import __version__`` is read as the module ``deskpilot.__version__``: the version is on
+# the ground floor, the package's facade (deskpilot/__init__.py, which imports the client) on the top one.
+VERSION = "deskpilot.__version__"
+CONTRACTS = ("deskpilot.computer", "deskpilot.taskapi")
+FLOORS: tuple[tuple[str, ...], ...] = (
+    (VERSION, "deskpilot.errors", "deskpilot.tracing", "deskpilot.logs", *CONTRACTS),
+    ("deskpilot.config", "deskpilot.web", "deskpilot.bridge", "deskpilot.security", "deskpilot.metrics"),
+    ("deskpilot.desktop", "deskpilot.tasks", "deskpilot.client", "deskpilot.scripted"),
+    ("deskpilot.agent", "deskpilot.ui", "deskpilot.evaluation"),
+    ("deskpilot.cli", "deskpilot"),
+)  # fmt: skip
 SHARED = (
-    "deskpilot",
+    VERSION,
     "deskpilot.config",
     "deskpilot.errors",
     "deskpilot.web",
@@ -30,29 +40,33 @@ SHARED = (
 )
 # What the base distribution (the client, without the `server` extra) can import: light modules only
 # (deskpilot.tracing imports OpenTelemetry only once a service has switched traces on).
-LIGHT = ("deskpilot", "deskpilot.errors", "deskpilot.tracing")
+LIGHT = (VERSION, "deskpilot.errors", "deskpilot.tracing")
 ALLOWED: dict[str, tuple[str, ...]] = {
+    "deskpilot.errors": (),
+    "deskpilot.tracing": (VERSION, "deskpilot.logs"),  # logs: only to redact a query, inside a function
+    "deskpilot.logs": ("deskpilot.tracing",),
     "deskpilot.computer": ("deskpilot.computer", "deskpilot.errors", "deskpilot.tracing"),
-    "deskpilot.client": ("deskpilot.client", "deskpilot.computer", "deskpilot.tasks.types", *LIGHT),
+    "deskpilot.taskapi": ("deskpilot.taskapi",),
+    "deskpilot.config": CONTRACTS,
+    "deskpilot.web": (),
+    "deskpilot.bridge": (),
+    "deskpilot.security": ("deskpilot.config",),
+    "deskpilot.metrics": ("deskpilot.config",),
+    "deskpilot.client": ("deskpilot.client", *CONTRACTS, *LIGHT),
     "deskpilot.scripted": ("deskpilot.scripted", *LIGHT),
-    "deskpilot.evaluation": (
-        "deskpilot.evaluation",
-        "deskpilot.client",
-        "deskpilot.computer",
-        "deskpilot.tasks.types",
-        *LIGHT,
-    ),
+    "deskpilot.evaluation": ("deskpilot.evaluation", "deskpilot.client", *CONTRACTS, *LIGHT),
     "deskpilot.desktop": ("deskpilot.computer", "deskpilot.desktop", *SHARED),
-    "deskpilot.tasks": ("deskpilot.computer", "deskpilot.tasks", *SHARED),
+    "deskpilot.tasks": (*CONTRACTS, "deskpilot.tasks", *SHARED),
     "deskpilot.agent": (
-        "deskpilot.computer",
+        *CONTRACTS,
         "deskpilot.agent",
-        "deskpilot.tasks.types",
         "deskpilot.tasks.executor",
         "deskpilot.tasks.models",
         *SHARED,
     ),
-    "deskpilot.ui": ("deskpilot.computer", "deskpilot.ui", "deskpilot.tasks.types", *SHARED),
+    "deskpilot.ui": (*CONTRACTS, "deskpilot.ui", *SHARED),
+    "deskpilot.cli": ("deskpilot.client", "deskpilot.computer", "deskpilot.evaluation", *LIGHT),
+    "deskpilot": ("deskpilot.client",),
 }
 
 MAX_MODULE_LINES = 400
@@ -74,6 +88,8 @@ def imported(tree: ast.AST) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "deskpilot" and node.level == 0:
+            names.update(f"deskpilot.{a.name}" for a in node.names)  # a module or the version
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
     return {n for n in names if n == "deskpilot" or n.startswith("deskpilot.")}
@@ -85,13 +101,21 @@ def within(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or (p != "deskpilot" and name.startswith(p + ".")) for p in prefixes)
 
 
+def floor(name: str) -> int | None:
+    return next((i for i, floor in enumerate(FLOORS) if within(name, floor)), None)
+
+
 @pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(APP.parent)))
 def test_imports_follow_the_layout(path: Path) -> None:
     name = module_name(path)
     package = next((p for p in ALLOWED if within(name, (p,))), None)
-    if package is None:
-        return  # the shared modules at the top
-    bad = sorted(m for m in imported(ast.parse(path.read_text())) if not within(m, ALLOWED[package]))
+    assert package is not None, f"{name} has no rule: add it to ALLOWED and FLOORS"
+    own = floor(name)
+    assert own is not None, f"{name} is on no floor: add it to FLOORS"
+    names = imported(ast.parse(path.read_text()))
+    up = sorted(m for m in names if (floor(m) or 0) > own)
+    assert not up, f"{name} (floor {own}) imports {up} from a floor above its own"
+    bad = sorted(m for m in names if not within(m, ALLOWED[package]))
     assert not bad, f"{name} imports {bad}; {package} may import only {ALLOWED[package]}"
 
 
@@ -105,6 +129,8 @@ CLIENT_MODULES = (
     "deskpilot.computer.client",
     "deskpilot.computer.geometry",
     "deskpilot.computer.tools",
+    "deskpilot.taskapi.types",
+    "deskpilot.taskapi.requests",
     "deskpilot.client",
     "deskpilot.client.sandboxes",
     "deskpilot.scripted",

@@ -7,9 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path
 from starlette.responses import Response
 
+from deskpilot.taskapi.types import DESKTOP_NAME_PATTERN, DesktopOut, ErrorOut
 from deskpilot.tasks.deps import Service
-from deskpilot.tasks.schemas import ErrorOut
-from deskpilot.tasks.types import DESKTOP_NAME_PATTERN, DesktopOut
 from deskpilot.web import json_response
 
 router = APIRouter(prefix="/desktops", tags=["desktops"])

@@ -11,8 +11,8 @@ from starlette.responses import Response
 
 from deskpilot import __version__
 from deskpilot.security import authorized
+from deskpilot.taskapi.types import Health
 from deskpilot.tasks.deps import Service
-from deskpilot.tasks.schemas import Health
 from deskpilot.web import json_response
 
 router = APIRouter()

@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
+from deskpilot.taskapi.requests import MessageCreate
+from deskpilot.taskapi.types import MessageOut, Role
 from deskpilot.tasks.deps import Service
 from deskpilot.tasks.routes.tasks import ERRORS, PageQuery
-from deskpilot.tasks.schemas import MessageCreate, message_json
-from deskpilot.tasks.types import MessageOut, Role
+from deskpilot.tasks.schemas import message_json
 from deskpilot.web import json_response
 
 router = APIRouter(prefix="/tasks/{task_id}/messages", tags=["messages"])

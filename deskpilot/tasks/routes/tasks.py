@@ -11,12 +11,13 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from deskpilot.errors import BadRequest
+from deskpilot.taskapi.requests import TaskPatch
+from deskpilot.taskapi.types import ErrorOut, ModelOut, TaskDetail, TaskOut, TaskStatus
 from deskpilot.tasks.deps import Service
 from deskpilot.tasks.journal_steps import task_journal_steps
 from deskpilot.tasks.retention import check_served
-from deskpilot.tasks.schemas import ErrorOut, TaskPatch, task_detail_json, task_json
+from deskpilot.tasks.schemas import task_detail_json, task_json
 from deskpilot.tasks.trajectory import trajectory
-from deskpilot.tasks.types import ModelOut, TaskDetail, TaskOut, TaskStatus
 from deskpilot.tasks.uploads import MULTIPART_SCHEMA, read_create_request
 from deskpilot.tasks.video import with_video
 from deskpilot.web import json_response

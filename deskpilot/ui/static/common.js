@@ -1,7 +1,12 @@
 // Shared by every page: the agent API through the same-origin proxy, the live event socket,
 // local times and small notices. Plain ES modules, no build step.
 
-export const STATUS_LABELS = JSON.parse(document.getElementById("labels").textContent);
+// The task statuses as the task API's enum has them (deskpilot/taskapi/types.py), rendered into every page
+// by the server (#statuses): STATUS.PENDING ..., the finished ones, the labels. No status is written here.
+const STATUSES = JSON.parse(document.getElementById("statuses").textContent);
+export const STATUS = STATUSES.each;
+export const FINISHED = STATUSES.finished;
+export const STATUS_LABELS = STATUSES.labels;
 
 /** The session ended (logged out elsewhere, expired, or the token changed): back to the login page, then here. */
 function toLogin() {

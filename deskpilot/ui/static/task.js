@@ -1,6 +1,6 @@
 // Task page: the conversation streams in, the buttons follow the task's status, the desktop is
 // live beside it (view only until the user takes over).
-import { STATUS_LABELS, api, connectEvents, fragment, localizeTimes, serialized, toast } from "./common.js";
+import { FINISHED, STATUS, STATUS_LABELS, api, connectEvents, fragment, localizeTimes, serialized, toast } from "./common.js";
 import { startDesktop } from "./desktop.js";
 
 const page = document.getElementById("task-page");
@@ -13,12 +13,11 @@ const desktop = startDesktop(screen, document.getElementById("desktop-state"), s
 
 // Which buttons make sense in which state (the allowed moves of deskpilot/tasks/lifecycle.py). A finished
 // task has no agent to pause: it offers neither take-over nor hand-back (the API refuses a take-over).
-const ACTIVE = ["IN_PROGRESS", "NEEDS_HELP", "NEEDS_REVIEW"];
-const FINISHED = ["COMPLETED", "FAILED", "CANCELLED"];
+const ACTIVE = Object.values(STATUS).filter((s) => s !== STATUS.PENDING && !FINISHED.includes(s));
 const finished = (t) => FINISHED.includes(t.status);
 const SHOWN = {
   complete: (t) => ACTIVE.includes(t.status),
-  cancel: (t) => t.status === "PENDING" || ACTIVE.includes(t.status),
+  cancel: (t) => t.status === STATUS.PENDING || ACTIVE.includes(t.status),
   rerun: (t) => finished(t),
   delete: () => true,
   takeover: (t) => !finished(t) && t.control !== "USER",
@@ -51,8 +50,8 @@ function applyState(next) {
   result.hidden = !task.resultText;
   result.textContent = task.resultText || "";
   document.getElementById("reply-label").textContent =
-    task.status === "NEEDS_HELP" ? "The agent needs your help: answer it here"
-      : task.status === "NEEDS_REVIEW" ? "The agent asks for a review: reply, or mark it complete"
+    task.status === STATUS.NEEDS_HELP ? "The agent needs your help: answer it here"
+      : task.status === STATUS.NEEDS_REVIEW ? "The agent asks for a review: reply, or mark it complete"
         : "Reply to the agent";
   const hint = document.getElementById("control-hint");
   hint.hidden = finished(task);
@@ -156,9 +155,9 @@ connectEvents({
 // ---------------------------------------------------------------------------------------- buttons
 
 const ACTIONS = {
-  complete: () => api("PATCH", `/tasks/${taskId}`, { status: "COMPLETED" }),
-  cancel: () => api("PATCH", `/tasks/${taskId}`, { status: "CANCELLED" }),
-  rerun: () => api("PATCH", `/tasks/${taskId}`, { status: "PENDING" }),
+  complete: () => api("PATCH", `/tasks/${taskId}`, { status: STATUS.COMPLETED }),
+  cancel: () => api("PATCH", `/tasks/${taskId}`, { status: STATUS.CANCELLED }),
+  rerun: () => api("PATCH", `/tasks/${taskId}`, { status: STATUS.PENDING }),
   takeover: () => api("POST", `/tasks/${taskId}/takeover`),
   resume: () => api("POST", `/tasks/${taskId}/resume`),
   async delete() {

@@ -13,9 +13,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from deskpilot.config import TaskSettings, UISettings
+from deskpilot.taskapi.types import TaskStatus
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.tasks.executor import TaskContext
-from deskpilot.tasks.types import TaskStatus
 from deskpilot.ui.server import create_app as ui_app
 from tests.support.browser import PageErrors
 from tests.support.net import ServerThread, free_port

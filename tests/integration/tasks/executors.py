@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from deskpilot.taskapi.types import TaskStatus
 from deskpilot.tasks.executor import TaskContext
-from deskpilot.tasks.types import TaskStatus
 
 
 class ScriptedExecutor:

@@ -12,9 +12,9 @@ from websockets.sync.client import connect
 
 from deskpilot.config import MetricsSettings
 from deskpilot.metrics import MAX_FREE_VALUES
+from deskpilot.taskapi.types import DesktopState, TaskStatus
 from deskpilot.tasks.app import create_app
 from deskpilot.tasks.executor import TaskContext
-from deskpilot.tasks.types import DesktopState, TaskStatus
 from tests.integration.tasks.conftest import serve, settings_for
 from tests.support.metrics import families, label_values, scrape, value
 from tests.support.net import ServerThread

@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import update
 
 from deskpilot.errors import InvalidTransition, TaskNotFound
+from deskpilot.taskapi.types import TaskStatus
 from deskpilot.tasks.leases import Leases
 from deskpilot.tasks.lifecycle import TRANSITIONS, check_transition
 from deskpilot.tasks.models import Task, utcnow
 from deskpilot.tasks.store import Store
-from deskpilot.tasks.types import TaskStatus
 from deskpilot.tasks.uploads import numbered, safe_name, unique_names
 
 pytestmark = pytest.mark.anyio

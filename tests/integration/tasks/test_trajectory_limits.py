@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 from PIL import Image
 
+from deskpilot.taskapi.types import Role
 from deskpilot.tasks.models import Task, utcnow
 from deskpilot.tasks.retention import DROPPED, drop_expired_frames
 from deskpilot.tasks.store import Store
-from deskpilot.tasks.types import Role
 from tests.integration.tasks.conftest import serve, with_store
 
 

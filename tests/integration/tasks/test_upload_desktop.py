@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from deskpilot.config import DesktopSettings
+from deskpilot.taskapi.types import TaskStatus
 from deskpilot.tasks.executor import TaskContext
-from deskpilot.tasks.types import TaskStatus
 from tests.integration.tasks.conftest import serve
 from tests.support.desktop_files import private_files_dir, real_desktop
 from tests.support.net import ServerThread

@@ -14,9 +14,9 @@ import os
 import sys
 
 from deskpilot.computer.client import AsyncDesktop
+from deskpilot.taskapi.types import TaskStatus
 from deskpilot.tasks.executor import TaskContext
 from deskpilot.tasks.store import Store
-from deskpilot.tasks.types import TaskStatus
 from deskpilot.tasks.worker import Worker
 
 

@@ -1,7 +1,7 @@
 """The task API's vocabulary: statuses, priorities, types and roles, and the shapes of what it answers
 (tasks, messages, files, models), as they appear on the wire.
 
-A leaf module (no database, no web framework): the UI and clients (``deskpilot.client``) import it to speak
+Part of the contract (``deskpilot.taskapi``): the UI and clients (``deskpilot.client``) import it to speak
 the task API's language without importing the service. The service documents its answers in OpenAPI with
 these models and writes them with plain functions (``deskpilot.tasks.schemas``); the API's fuzz test checks
 every answer against them.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -163,3 +163,19 @@ class DesktopOut(Camel):
     worker_id: str
     started_at: datetime
     seen_at: datetime
+
+
+class ErrorOut(BaseModel):
+    statusCode: int
+    message: str
+    error: str
+
+
+class Health(BaseModel):
+    """``status`` to anyone; the rest only with the token."""
+
+    status: Literal["ok", "degraded"]
+    version: str | None = None
+    database: str | None = None
+    worker: bool | None = None
+    problems: dict[str, str] | None = None  # degraded: what is wrong, per probe
