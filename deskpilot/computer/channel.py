@@ -13,8 +13,10 @@ run) and the next action opens a new one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -26,7 +28,6 @@ from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as sync_connect
 
 PATH = "/computer-use/ws?frames=binary"
-# no per-message deflate offered: PNGs are compressed already, and zlib over one costs more than it saves
 MAX_MESSAGE = 2 << 20  # the service's limit (deskpilot/desktop/channel.py): larger actions go by HTTP
 Answer = tuple[int, dict[str, Any]]  # (status, body) as HTTP would answer
 
@@ -80,6 +81,21 @@ def _image(frame: str | bytes) -> bytes:
     return frame
 
 
+def connect_options(headers: dict[str, str], timeout: float) -> dict[str, Any]:
+    """Both clients' handshake: the token's header, no limit on an answer's size, and no per-message deflate
+    offered (a PNG is compressed already: zlib over one costs more than it saves)."""
+    return {"additional_headers": headers, "open_timeout": timeout, "max_size": None, "compression": None}
+
+
+@contextlib.contextmanager
+def opening() -> Iterator[None]:
+    """A socket that does not open: ``Unavailable``, lasting when the service refused the upgrade as such."""
+    try:
+        yield
+    except (InvalidHandshake, OSError, TimeoutError) as exc:
+        raise Unavailable(f"the action channel could not open: {exc!r}", _refused(exc)) from exc
+
+
 def _refused(exc: Exception) -> bool:
     """A refusal of the upgrade as such (not a failure to reach the service, nor one of its 401s)."""
     return isinstance(exc, InvalidStatus) and exc.response.status_code in (400, 403, 404, 405, 426)
@@ -107,16 +123,8 @@ class Channel:
             return status, body
 
     def _open(self) -> ClientConnection:
-        try:
-            self._ws = sync_connect(
-                self.url,
-                additional_headers=self._headers,
-                open_timeout=self._timeout,
-                max_size=None,
-                compression=None,
-            )
-        except (InvalidHandshake, OSError, TimeoutError) as exc:
-            raise Unavailable(f"the action channel could not open: {exc!r}", _refused(exc)) from exc
+        with opening():
+            self._ws = sync_connect(self.url, **connect_options(self._headers, self._timeout))
         return self._ws
 
     def close(self) -> None:
@@ -156,16 +164,8 @@ class AsyncChannel:
     async def _open(self) -> AsyncConnection:
         async with self._opening:
             if self._ws is None:
-                try:
-                    ws = await async_connect(
-                        self.url,
-                        additional_headers=self._headers,
-                        open_timeout=self._timeout,
-                        max_size=None,
-                        compression=None,
-                    )
-                except (InvalidHandshake, OSError, TimeoutError) as exc:
-                    raise Unavailable(f"the action channel could not open: {exc!r}", _refused(exc)) from exc
+                with opening():
+                    ws = await async_connect(self.url, **connect_options(self._headers, self._timeout))
                 self._ws, self._reader = ws, asyncio.create_task(self._read(ws))
             return self._ws
 
