@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import io
 import itertools
 import json
@@ -148,13 +149,17 @@ def main() -> None:
             # scaled and full frames interleaved round by round, a pixel changed before each; then with two
             # pixels far apart changed (what changed spans the screen: the whole frame is resampled)
             print("  screenshots over HTTP, interleaved (target: scaled p50 <= the full frame's)")
+
+            def screenshot(w: int | None) -> Callable[[], httpx.Response]:
+                return lambda: post({"action": "screenshot", **({"width": w} if w else {})})
+
             for change, note in (
                 (changing.change, "a pixel changed"),
                 (changing.change_corners, "whole screen"),
             ):
-                shots = {
+                shots: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
                     f"{w or 'full'}{' wide' if w else ' frame'}, {note}": (
-                        lambda w=w: post({"action": "screenshot", **({"width": w} if w else {})}),
+                        screenshot(w),
                         change,
                     )
                     for w in (None, 1366, 1280)
@@ -165,7 +170,7 @@ def main() -> None:
             for level in (None, 1, 3, 6, 9):
                 body = {"action": "screenshot", **({"compression": level} if level is not None else {})}
                 size = len(base64.b64decode(post(body).json()["data"]["image"])) / 1e6
-                took = timed(lambda body=body: post(body), max(10, args.n // 10), between=changing.change)
+                took = timed(functools.partial(post, body), max(10, args.n // 10), between=changing.change)
                 row(f"  {'fast (fpng)' if level is None else f'level {level}'}: {size:.3f} MB", took)
             click = {
                 "action": "click_mouse",
@@ -182,15 +187,20 @@ def main() -> None:
                 print("  the action channel against HTTP, interleaved in pairs")
                 spots = itertools.cycle(({"x": 1400, "y": 800}, {"x": 1402, "y": 802}))  # each a real motion
                 moved = lambda: {"action": "move_mouse", "coordinates": next(spots)}  # noqa: E731
-                pairs = [  # what, its target, what comes untimed before each call, the body of each call
+                # what, its target, what comes untimed before each call, the body of each call
+                pairs: list[tuple[str, str, Callable[[], object], Callable[[], dict]]] = [
                     ("click", "0.6", lambda: None, lambda: click),
                     ("move", "0.5", lambda: None, moved),
                     ("changed full screenshot", "6", changing.change, lambda: {"action": "screenshot"}),
                 ]
-                for what, target, between, body in pairs:
-                    calls = {
-                        f"{what} over the channel": (lambda b=body: channel(b()), between),
-                        f"{what} over HTTP": (lambda b=body: post(b()), between),
+
+                def sending(send: Callable[[dict], object], make: Callable[[], dict]) -> Callable[[], object]:
+                    return lambda: send(make())
+
+                for what, target, between, make in pairs:
+                    calls: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
+                        f"{what} over the channel": (sending(channel, make), between),
+                        f"{what} over HTTP": (sending(post, make), between),
                     }
                     for name, samples in interleaved(calls, args.n).items():
                         row(f"  {name}", samples, f"target p50 <= {target}" if "channel" in name else "")

@@ -122,9 +122,7 @@ def pickups(f: Fleet, n: int) -> list[float]:
     return out[3:]
 
 
-def tasks_per_minute(
-    pg: PostgresServer, model: ScriptedModel, count: int, tasks: int
-) -> tuple[float, Fleet | None]:
+def tasks_per_minute(pg: PostgresServer, model: ScriptedModel, count: int, tasks: int) -> float:
     names = [f"bench-{i}" for i in range(count)]
     with fleet(pg.create_database(), model, names, apis=1) as f:
         run_all(f, count * 2)  # warm: the first steps load LiteLLM's pieces in each worker

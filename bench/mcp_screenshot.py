@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.sse import sse_client  # noqa: E402
-from mcp.types import JSONRPCResponse  # noqa: E402
+from mcp.types import ImageContent, JSONRPCResponse  # noqa: E402
 
 from tests.support.net import free_port, wait_http  # noqa: E402
 from tests.support.xvfb import start_window_manager, start_xvfb  # noqa: E402
@@ -77,7 +77,9 @@ async def measure(url: str, n: int) -> dict[str, list[float]]:
 
         def over_mcp(client: Client) -> Callable[[], Awaitable[str]]:
             async def shot() -> str:
-                return (await client.call_tool("computer_screenshot", {})).content[0].data
+                image = (await client.call_tool("computer_screenshot", {})).content[0]
+                assert isinstance(image, ImageContent)
+                return image.data
 
             return shot
 

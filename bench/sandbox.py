@@ -89,7 +89,8 @@ def screenshots(box: Sandbox, n: int) -> tuple[list[float], list[float]]:
         r.raise_for_status()
         return pybase64.b64decode(orjson.loads(r.content)["data"]["image"])
 
-    client_times, raw_times = [], []
+    client_times: list[float] = []
+    raw_times: list[float] = []
     for _ in range(5):
         box.desktop.screenshot(), by_hand()
     for i in range(n):

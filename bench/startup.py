@@ -17,6 +17,7 @@ Baselines, measured in the same run on the same machine:
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import signal
@@ -151,7 +152,10 @@ def sequential_boot() -> float:
     )
     for factory, port in zip(factories, ports, strict=True):
         steps.append(
-            ([str(venv / "uvicorn"), "--factory", factory, "--port", str(port)], lambda p=port: _healthy(p))
+            (
+                [str(venv / "uvicorn"), "--factory", factory, "--port", str(port)],
+                functools.partial(_healthy, port),
+            )
         )
     procs: list[subprocess.Popen] = []
     start = time.monotonic()

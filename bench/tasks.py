@@ -147,6 +147,7 @@ def _start_latencies(url: str, n: int, event_driven: bool) -> list[float]:
                         started = time.perf_counter() - t0
                     if frame["data"]["status"] == "COMPLETED":
                         break
+                assert started is not None, "COMPLETED before IN_PROGRESS"
                 out.append(started)
     return out
 

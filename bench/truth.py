@@ -65,7 +65,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pybase64
@@ -84,7 +84,11 @@ def _checkout(argv: list[str]) -> Path:
 CHECKOUT = _checkout(sys.argv[1:])
 sys.path.insert(0, str(CHECKOUT))
 
-from truth_corpus import CORPUS, SETUP, Act, Row  # noqa: E402
+# the corpus beside this script, whatever the checkout measured (mypy, run from the repo, knows it as bench.*)
+if TYPE_CHECKING:
+    from bench.truth_corpus import CORPUS, SETUP, Act, Row
+else:
+    from truth_corpus import CORPUS, SETUP, Act, Row
 
 from deskpilot.agent.computer import Computer  # noqa: E402
 from deskpilot.agent.frames import settle  # noqa: E402

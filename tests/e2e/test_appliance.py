@@ -97,7 +97,14 @@ def wait_for_window(appliance: Appliance, wm_class: str, timeout: float = 60) ->
 
 def as_desktop_user(appliance: Appliance, argv: list[str]) -> subprocess.Popen:
     """Run a program in the appliance's desktop session, as the desktop user, the way xfdesktop would."""
-    keys = ("DISPLAY", "XAUTHORITY", "HOME", "XDG_RUNTIME_DIR", "TMPDIR", "DBUS_SESSION_BUS_ADDRESS")
+    keys: tuple[str, ...] = (
+        "DISPLAY",
+        "XAUTHORITY",
+        "HOME",
+        "XDG_RUNTIME_DIR",
+        "TMPDIR",
+        "DBUS_SESSION_BUS_ADDRESS",
+    )
     keys += ("GNOME_ACCESSIBILITY", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "QT_ACCESSIBILITY")
     env = [f"{k}={appliance.session_env[k]}" for k in keys]
     return subprocess.Popen(

@@ -110,7 +110,7 @@ def test_read_file_reaches_no_secret(appliance: Appliance) -> None:
     own = read_file(appliance, "/proc/self/environ")
     assert own is not None and "DESKTOP_PORT=" in own, "the desktop service reads its own environment"
     assert not leaks(own, appliance)
-    targets = [
+    targets: list[str | Path] = [
         *(f"/proc/{appliance.pid(p)}/{f}" for p in ("agent-api", "ui") for f in ("environ", "mem")),
         f"/proc/{appliance.proc.pid if appliance.proc else 1}/environ",  # supervisord
         appliance.state_dir / "agent.db",

@@ -67,12 +67,17 @@ class Container(ImageAppliance):
         if not all(self.volumes):
             self.volumes = (f"{self.name}-home", f"{self.name}-state")
 
+    def run(self) -> Container:
+        """``ImageAppliance.run``, typed as the container it returns."""
+        super().run()
+        return self
+
     def options(self) -> list[str]:
         home, state = self.volumes
         return ["-v", f"{home}:{HOME}", "-v", f"{state}:{STATE}"]
 
     def inspect(self) -> dict[str, Any]:
-        return json.loads(docker("inspect", self.name))[0]  # type: ignore[no-any-return]
+        return json.loads(docker("inspect", self.name))[0]
 
     def health(self) -> str:
         """Docker's own health status: starting, healthy or unhealthy."""

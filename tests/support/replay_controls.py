@@ -20,8 +20,11 @@ REST = {"quietMs": 500, "maxMs": 5000}  # a reference frame is the screen at res
 LINES = "printf 'alpha\\nbravo\\ncharlie\\n' > ~/lines.txt"
 WINDOW = "xmessage -title 'Replay control' -geometry +600+300 'A window of the replay control'"
 DIALOG = "xmessage -title Unexpected -geometry +900+520 'A dialog nobody expected'"
-TERMINAL_STEPS = [{"action": "type_text", "text": "cat ~/lines.txt\n"}, {"action": "wait", "duration": 300}]
-DESKTOP_STEPS = [
+TERMINAL_STEPS: list[dict[str, Any]] = [
+    {"action": "type_text", "text": "cat ~/lines.txt\n"},
+    {"action": "wait", "duration": 300},
+]
+DESKTOP_STEPS: list[dict[str, Any]] = [
     {"action": "move_mouse", "coordinates": {"x": 960, "y": 760}},
     {"action": "wait", "duration": 300},
 ]

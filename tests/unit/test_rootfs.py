@@ -22,7 +22,7 @@ IDENTIFIERS = {"browser", "password_manager", "email_client", "code_editor", "te
 
 def desktop_entry(path: Path) -> configparser.SectionProxy:
     parser = configparser.ConfigParser(interpolation=None)
-    parser.optionxform = str  # keys are case-sensitive
+    parser.optionxform = str  # type: ignore[method-assign, assignment]  # keys are case-sensitive (the documented way)
     parser.read(path)
     return parser["Desktop Entry"]
 
@@ -50,6 +50,7 @@ def test_launcher_is_a_valid_trusted_desktop_entry(launcher: Path) -> None:
 @pytest.mark.parametrize("channel", sorted((SKEL / ".config/xfce4/xfconf/xfce-perchannel-xml").glob("*.xml")))
 def test_xfconf_channels_are_well_formed(channel: Path) -> None:
     doc = xml.dom.minidom.parse(str(channel))
+    assert doc.documentElement is not None
     assert doc.documentElement.getAttribute("name") == channel.stem
 
 

@@ -218,6 +218,7 @@ def targets(request, tmp_path, desktop_settings: DesktopSettings) -> Iterator[Ta
                 ServerThread(attacker_app(sink)) as evil,
                 httpx.Client(base_url=a.url, headers=headers, timeout=10) as client,
             ):
+                assert desktop_settings.files_dir is not None
                 yield Targets(
                     desktop=local(d.url),
                     agent=local(a.url),

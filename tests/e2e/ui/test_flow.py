@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, FilePayload, Locator, Page, expect
 
 from deskpilot.config import UISettings
 from deskpilot.scripted import Answer, Request, ScriptedModel, text, tool
@@ -92,7 +92,9 @@ def create_with_upload(page: Page, ui_url: str, notes: str) -> Locator:
     page.evaluate("window.__sameDocument = true")
     expect(page.locator("#model option")).to_have_text(["scripted · local"])
     page.fill("#description", "Make a shopping list file from my notes")
-    page.set_input_files("#files", files=[{"name": notes, "mimeType": "text/plain", "buffer": b"buy milk\n"}])
+    page.set_input_files(
+        "#files", files=[FilePayload(name=notes, mimeType="text/plain", buffer=b"buy milk\n")]
+    )
     page.click("#create")
     row = page.locator("tr.task-row", has_text="Make a shopping list file from my notes")
     expect(row).to_be_visible()

@@ -156,7 +156,7 @@ def test_wrong_tokens_make_the_browser_wait_and_a_logged_out_cookie_opens_nothin
     assert cookie["expires"] > 0  # Max-Age: not a cookie that lives as long as the browser
     other = browser.new_context()
     try:
-        other.add_cookies([cookie])
+        other.add_cookies([cookie])  # type: ignore[list-item]  # a Cookie is a SetCookieParam at run time
         copy = other.new_page()
         copy.goto(f"{stack.ui}/tasks/new")
         expect(copy).to_have_url(f"{stack.ui}/tasks/new")

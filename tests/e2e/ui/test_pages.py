@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 from PIL import Image
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FilePayload, Page, expect
 
 from deskpilot.config import TaskSettings, UISettings
 from deskpilot.tasks.app import create_app as agent_app
@@ -85,7 +85,7 @@ def test_create_task_with_chosen_and_dropped_files_appears_without_reload(stack:
     live(page)
     page.fill("#description", "Total column B of sales.csv")
     page.set_input_files(
-        "#files", files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"hello"}]
+        "#files", files=[FilePayload(name="notes.txt", mimeType="text/plain", buffer=b"hello")]
     )
     # A real drop event carrying a file, as a drag from the file manager produces.
     drop = page.evaluate_handle(
@@ -233,7 +233,7 @@ def test_unknown_task_says_so(stack: Stack, page: Page) -> None:
 def test_the_agents_refusal_is_shown_on_the_form(stack: Stack, page: Page) -> None:
     page.goto(stack.ui)
     page.fill("#description", "with a file over the agent's limit")
-    big = {"name": "big.bin", "mimeType": "application/octet-stream", "buffer": b"x" * (MAX_FILE + 1)}
+    big = FilePayload(name="big.bin", mimeType="application/octet-stream", buffer=b"x" * (MAX_FILE + 1))
     page.set_input_files("#files", files=[big])
     page.click("#create")
     expect(page.locator("#form-error")).to_contain_text(f"big.bin is {MAX_FILE + 1} bytes")
@@ -250,7 +250,13 @@ def screen_grid(desktop: str) -> list[list[int]]:
         "image"
     ]
     image = Image.open(io.BytesIO(base64.b64decode(png))).convert("RGB")
-    return [list(image.getpixel((x, y))) for x, y in GRID]
+    return [rgb(image, x, y) for x, y in GRID]
+
+
+def rgb(image: Image.Image, x: int, y: int) -> list[int]:
+    pixel = image.getpixel((x, y))
+    assert isinstance(pixel, tuple), pixel
+    return list(pixel)
 
 
 GRID = [(x, y) for x in range(60, 1920, 240) for y in range(45, 1080, 180)]

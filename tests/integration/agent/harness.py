@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,7 +89,7 @@ class Agent:
         assert r.status_code == 200, r.text
         return r.json()
 
-    def wait(self, task_id: str, statuses: set[str] | str = frozenset(SETTLED), timeout: float = 60) -> dict:
+    def wait(self, task_id: str, statuses: Set[str] | str = frozenset(SETTLED), timeout: float = 60) -> dict:
         """Poll until the task is in one of `statuses`; its detail (with messages) is returned."""
         want = {statuses} if isinstance(statuses, str) else set(statuses)
         deadline = time.monotonic() + timeout

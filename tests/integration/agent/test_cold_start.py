@@ -51,7 +51,9 @@ def test_the_api_answers_while_the_first_task_loads_litellm(
 ) -> None:
     scripted_llm.play([tool("set_task_status", status="completed", description="done")])
     with (
-        service_process(tmp_path, **settings(tmp_path, desktop_url, desktop_files, scripted_llm)) as service,
+        service_process(
+            tmp_path, environment=None, **settings(tmp_path, desktop_url, desktop_files, scripted_llm)
+        ) as service,
         httpx.Client(base_url=service.url, timeout=30) as client,
     ):
         started = time.perf_counter()
@@ -86,7 +88,9 @@ def test_the_api_answers_while_the_first_model_list_loads_litellm(
     tmp_path: Path, desktop_url: str, desktop_files: Path, scripted_llm: ScriptedModel
 ) -> None:
     with (
-        service_process(tmp_path, **settings(tmp_path, desktop_url, desktop_files, scripted_llm)) as service,
+        service_process(
+            tmp_path, environment=None, **settings(tmp_path, desktop_url, desktop_files, scripted_llm)
+        ) as service,
         httpx.Client(base_url=service.url, timeout=30) as client,
     ):
         models: list[httpx.Response] = []

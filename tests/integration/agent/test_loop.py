@@ -136,7 +136,9 @@ def test_the_step_budget_stops_the_run(
     caplog.set_level(logging.INFO)
     moves = iter(range(100, 1000, 10))
     scripted_llm.play(
-        [], then=lambda _req: tool("computer_move_mouse", coordinates={"x": next(moves), "y": 50})
+        [],
+        # play() runs a callable `then` as it runs a callable step; its annotation says Answer only
+        then=lambda _req: tool("computer_move_mouse", coordinates={"x": next(moves), "y": 50}),  # type: ignore[arg-type]
     )
     task = run_once(tmp_path, desktop_url, desktop_files, scripted_llm.base_url, "Wander around", max_steps=3)
     assert task["status"] == "NEEDS_HELP"

@@ -32,7 +32,7 @@ class Driver:
         method = getattr(self.client, name)
         self.covered.add((self.mode, name))
         if self.mode == "sync":
-            return method  # type: ignore[no-any-return]
+            return method
         return lambda *args, **kw: self.loop.run_until_complete(method(*args, **kw))
 
     def __enter__(self) -> Driver:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -37,12 +37,16 @@ from tests.support.timing import wait_until
 from tests.support.vnc import x11vnc
 from tests.support.xvfb import Display
 
+T = TypeVar("T")
+
 PROBE = Path(__file__).with_name("probe_tk.py")
 MAX_FILE_BYTES = 1 << 20
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 10, what: str = "condition") -> object:
-    return wait_until(predicate, timeout, what=what)
+def wait_for(predicate: Callable[[], T | None], timeout: float = 10, what: str = "condition") -> T:
+    """What ``predicate`` returns once it is truthy (so never None)."""
+    value: T = wait_until(predicate, timeout, what=what)
+    return value
 
 
 def stop_process(proc: subprocess.Popen | int) -> None:
@@ -263,6 +267,11 @@ def probe(desktop: Desktop, tmp_path: Path) -> Iterator[Callable[..., Probe]]:
         stop_process(p.proc)
 
 
+def clicked_and_focused(before: int) -> Callable[[dict], object]:
+    """Whether a probe's state shows the keyboard focus and more than ``before`` clicks."""
+    return lambda s: s.get("focus") and len(s.get("buttons", [])) > before
+
+
 def focus(desktop: Desktop, p: Probe) -> None:
     """Click the probe and wait until the click has reached it and it has the keyboard focus.
 
@@ -278,11 +287,7 @@ def focus(desktop: Desktop, p: Probe) -> None:
         clicks = len(p.state().get("buttons", []))
         desktop.act(action="click_mouse", coordinates=p.center, button="left", clickCount=1)
         try:
-            p.wait(
-                lambda s, before=clicks: s.get("focus") and len(s.get("buttons", [])) > before,
-                4,
-                "the click and the focus",
-            )
+            p.wait(clicked_and_focused(clicks), 4, "the click and the focus")
             return
         except AssertionError:
             if attempt == 2:

@@ -14,6 +14,7 @@ from mcp import Client
 
 from deskpilot.computer.client import Desktop as DesktopClient
 from deskpilot.desktop import accessibility
+from deskpilot.desktop.atspi import interactive
 from tests.integration.desktop.conftest import Desktop, serve, stop_process, wait_for
 from tests.support.atspi import accessibility_bus
 from tests.support.xvfb import managed_display
@@ -52,7 +53,7 @@ def find(desktop: Desktop, role: str, name: str | None = None, **asked: Any) -> 
         found = (n for n in nodes(tree(desktop, **asked)["root"]) if n["role"] == role)
         return next((n for n in found if name is None or n["name"] == name), None)
 
-    node: dict[str, Any] = wait_for(look, 20, f"a {role} {name or ''} in the tree")  # type: ignore[assignment]
+    node: dict[str, Any] = wait_for(look, 20, f"a {role} {name or ''} in the tree")
     return node
 
 
@@ -122,7 +123,7 @@ def test_interactive_only_within_and_space(seen: Desktop) -> None:
     seen.act(action="application", application="code_editor")
     menu = find(seen, "menu", "File")
     controls = list(nodes(tree(seen, interactiveOnly=True)["root"]))[1:]
-    assert controls and all(accessibility.interactive(n) for n in controls)
+    assert controls and all(interactive(n) for n in controls)
     box = menu["bounds"]
     within = {"x": box["x"], "y": box["y"], "width": max(box["width"], 16), "height": max(box["height"], 16)}
     inside = list(nodes(tree(seen, within=within)["root"]))[1:]

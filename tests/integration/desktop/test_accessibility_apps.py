@@ -72,7 +72,7 @@ def test_keepassxc_has_its_unlock_field(seen: Desktop, files_dir: Path) -> None:
         inner = (c for n in fields for c in n["children"] if c["role"] in ("text", "password text"))
         return next((c for c in inner if on_screen(c["bounds"])), None)
 
-    entry: dict[str, Any] = wait_for(unlock_field, 30, "KeePassXC's unlock field")  # type: ignore[assignment]
+    entry: dict[str, Any] = wait_for(unlock_field, 30, "KeePassXC's unlock field")
     assert "editable" in entry["states"]
     unlock = find(seen, "push button", "Unlock")
     assert on_screen(unlock["bounds"])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
+from mcp.types import TextContent
 
 from tests.integration.desktop.conftest import Desktop
 
@@ -51,6 +52,8 @@ async def test_mcp_refuses_it_with_the_http_message(desktop: Desktop, files_dir:
     async with Client(f"{desktop.url}/mcp") as client:
         result = await client.call_tool("computer_write_file", arguments)
     assert result.is_error
-    assert result.content[0].text == http.json()["error"]
+    content = result.content[0]
+    assert isinstance(content, TextContent)
+    assert content.text == http.json()["error"]
     assert "U+202E RIGHT-TO-LEFT OVERRIDE" in http.json()["error"]
     assert not (files_dir / "invoice\u202etxt.exe").exists()

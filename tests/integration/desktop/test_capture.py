@@ -55,7 +55,9 @@ def shot(desktop: Desktop, **options: object) -> bytes:
 
 
 def rgb_of(png: bytes) -> np.ndarray:
-    return cv2.cvtColor(cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    image = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
 @contextmanager

@@ -18,7 +18,8 @@ import psutil
 import pybase64
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import connect
+from websockets.sync.connection import Connection
 from Xlib import X
 
 from deskpilot.computer.client import AsyncDesktop, Desktop
@@ -41,12 +42,12 @@ def ws_url_of(url: str, query: str = "") -> str:
 
 
 @pytest.fixture
-def ws(desktop: Served) -> Iterator[ClientConnection]:
+def ws(desktop: Served) -> Iterator[Connection]:
     with connect(ws_url(desktop), max_size=None) as socket:
         yield socket
 
 
-def over_channel(ws: ClientConnection, body: dict[str, Any], ident: Any = None) -> dict[str, Any]:
+def over_channel(ws: Connection, body: dict[str, Any], ident: Any = None) -> dict[str, Any]:
     ws.send(json.dumps(body if ident is None else {"id": ident, **body}))
     return json.loads(ws.recv(30))
 
@@ -97,9 +98,7 @@ ACTIONS: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("body", ACTIONS, ids=lambda b: f"{b['action']}-{'-'.join(sorted(b)[:3])}")
-def test_every_action_answers_as_over_http(
-    desktop: Served, ws: ClientConnection, body: dict[str, Any]
-) -> None:
+def test_every_action_answers_as_over_http(desktop: Served, ws: Connection, body: dict[str, Any]) -> None:
     for _ in range(3):  # a screen that changed between the two (a caret blinking elsewhere): once more
         http, channel = over_http(desktop, body), over_channel(ws, body)
         if stable(channel) == stable(http):
@@ -108,7 +107,7 @@ def test_every_action_answers_as_over_http(
     assert set(channel) - {"id"} == set(http)  # the same fields, timing included, and no id sent back
 
 
-def test_ids_come_back_with_their_answers_in_the_order_sent(ws: ClientConnection) -> None:
+def test_ids_come_back_with_their_answers_in_the_order_sent(ws: Connection) -> None:
     ids: list[Any] = ["a", 7, "x" * 128, -3]
     for ident in ids:
         assert over_channel(ws, {"action": "cursor_position"}, ident)["id"] == ident
@@ -116,7 +115,8 @@ def test_ids_come_back_with_their_answers_in_the_order_sent(ws: ClientConnection
     refused = over_channel(ws, {"action": "cursor_position"}, {"no": "objects"})
     assert refused["status"] == 400 and refused["id"] is None and "id:" in refused["error"]
     assert over_channel(ws, {"action": "cursor_position"}, "y" * 129)["status"] == 400
-    not_json = ws.send("{not json") or json.loads(ws.recv(10))
+    ws.send("{not json")
+    not_json = json.loads(ws.recv(10))
     assert not_json["status"] == 400 and "not valid JSON" in not_json["error"]
 
 
@@ -132,7 +132,7 @@ def test_eight_concurrent_senders_on_one_socket(desktop: Served) -> None:
             async def sender(n: int) -> None:
                 for i in range(25):
                     region = {"x": 0, "y": 0, "width": 40 + n, "height": 40 + i}
-                    body = {"id": f"{n}-{i}", "action": "screenshot", "region": region}
+                    body: dict[str, Any] = {"id": f"{n}-{i}", "action": "screenshot", "region": region}
                     async with lock:  # the order on the wire is the order of this list
                         sent.append(body["id"])
                         await socket.send(json.dumps(body))

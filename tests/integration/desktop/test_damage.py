@@ -54,7 +54,7 @@ def fresh(capturer: Capturer, **kw: object) -> bytes:
     capturer._frames.clear()
     capturer._scaled.clear()
     capturer._current = None
-    return capturer.screenshot(ScreenshotOptions(**kw)).data  # type: ignore[arg-type]
+    return capturer.screenshot(ScreenshotOptions(**kw)).data
 
 
 def wait_counted(capturer: Capturer, before: int) -> None:
@@ -124,7 +124,7 @@ def test_a_scaled_frame_after_a_small_change_is_what_resampling_the_whole_frame_
 ) -> None:
     redone: list[tuple[int, int]] = []
 
-    def spy(previous, pieces):  # type: ignore[no-untyped-def]
+    def spy(previous, pieces):
         redone.extend(replace for _, (replace, _) in pieces)
         return redo_rows(previous, pieces)
 
@@ -188,9 +188,12 @@ def test_only_the_rows_drawn_on_are_grabbed_and_the_frame_is_what_a_whole_grab_g
             # next drawing starts a box of its own (else the region's bounding box grows over both)
         grabbed.clear()
         pieces: list[int] = []
-        monkeypatch.setattr(
-            capture, "redo_rows", lambda kept, redo: pieces.append(len(redo)) or redo_rows(kept, redo)
-        )
+
+        def counted(kept, redo):
+            pieces.append(len(redo))
+            return redo_rows(kept, redo)
+
+        monkeypatch.setattr(capture, "redo_rows", counted)
         banded = capturer.screenshot(ScreenshotOptions(width=1366)).data
         assert grabbed == [(3, 8), (600, 605), (1070, 1075)] and pieces == [3], (grabbed, pieces)
         assert banded == fresh(capturer, width=1366)

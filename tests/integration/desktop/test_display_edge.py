@@ -9,6 +9,7 @@ import pwd
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from Xlib import XK
@@ -22,7 +23,7 @@ from deskpilot.errors import ActionTimedOut
 from tests.integration.desktop.conftest import Desktop, serve
 from tests.support.xvfb import Display, start_xvfb
 
-DISPLAY_ACTIONS = [
+DISPLAY_ACTIONS: list[dict[str, Any]] = [
     {"action": "move_mouse", "coordinates": {"x": 10, "y": 10}},
     {"action": "click_mouse", "button": "left", "clickCount": 1},
     {"action": "type_text", "text": "hello"},
@@ -155,10 +156,10 @@ def test_a_reply_wait_that_spins_is_cut_by_the_watchdog(bare_display: Display) -
     parse = wire.parse_response
 
     def fail_once(request: int) -> bool:
-        wire.parse_response = parse
+        wire.parse_response = parse  # type: ignore[method-assign]
         raise RuntimeError("a decode failure inside the receive loop")
 
-    wire.parse_response = fail_once
+    wire.parse_response = fail_once  # type: ignore[method-assign]  # python-xlib's, on this connection only
     with pytest.raises(RuntimeError):
         x.pointer()
     assert wire.recv_active  # left set: no thread will read this connection again

@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import time
+from typing import Any
 
 import pytest
 
@@ -64,6 +65,6 @@ def test_each_action_logs_one_line_with_its_name_duration_and_outcome(
     caplog.set_level(logging.INFO)
     desktop.act(action="move_mouse", coordinates={"x": 5, "y": 5})
     assert desktop.post(action="read_file", path="deskpilot-no-such-file.txt").status_code == 404
-    lines = [r for r in caplog.records if hasattr(r, "outcome")]
+    lines: list[Any] = [r for r in caplog.records if hasattr(r, "outcome")]  # with the fields logged as extra
     assert [(r.action, r.outcome) for r in lines] == [("move_mouse", "ok"), ("read_file", "404")]
     assert all(r.levelno == logging.INFO and isinstance(r.ms, float) and r.ms >= 0 for r in lines)

@@ -6,10 +6,11 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 from Xlib import X
 
-from tests.integration.desktop.conftest import Desktop, focus, map_input_window, wait_for
+from tests.integration.desktop.conftest import Desktop, Probe, focus, map_input_window, wait_for
 
 
 def test_move_mouse_puts_the_pointer_where_asked(desktop: Desktop) -> None:
@@ -32,9 +33,13 @@ def test_trace_mouse_ends_on_the_last_point(desktop: Desktop) -> None:
 def test_click_focuses_the_window_under_the_pointer(desktop: Desktop, probe) -> None:
     left = probe(x=50, y=100, width=500, height=300)
     right = probe(x=700, y=100, width=500, height=300)
+
+    def active(p: Probe) -> Callable[[], bool]:
+        return lambda: desktop.x.active_window() == p.wid
+
     for p in (left, right, left):
         desktop.act(action="click_mouse", coordinates=p.center, button="left", clickCount=1)
-        wait_for(lambda p=p: desktop.x.active_window() == p.wid, what=f"{p.title} active")
+        wait_for(active(p), what=f"{p.title} active")
         p.wait(lambda s: s["focus"], what="keyboard focus")
 
 

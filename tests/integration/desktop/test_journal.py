@@ -16,6 +16,7 @@ import pytest
 import websockets
 from mcp import Client
 from PIL import Image
+from websockets.typing import Subprotocol
 
 from deskpilot.computer.actions import parse_action
 from deskpilot.computer.client import AsyncDesktop
@@ -29,7 +30,12 @@ CTRL, L = 0xFFE3, 0x6C
 
 @pytest.fixture(scope="module")
 def served(display: Display, desktop_home: Path, files_dir: Path, vnc_port: int) -> Iterator[Desktop]:
-    settings = {"home": desktop_home, "files_dir": files_dir, "vnc_port": vnc_port, "journal_settle_ms": 100}
+    settings: dict[str, Any] = {
+        "home": desktop_home,
+        "files_dir": files_dir,
+        "vnc_port": vnc_port,
+        "journal_settle_ms": 100,
+    }
     with serve(display, **settings) as desktop:
         yield desktop
 
@@ -51,7 +57,7 @@ def framed(desktop: Desktop, since: int, actor: str) -> dict[str, Any]:
         mine = [e for e in entries(desktop, since) if e["actor"] == actor and e["input"]]
         return mine[-1] if mine and mine[-1]["frameAfter"] else None
 
-    return wait_until(ready, 10, what=f"{actor}'s entry with its frame")  # type: ignore[no-any-return]
+    return wait_until(ready, 10, what=f"{actor}'s entry with its frame")
 
 
 def test_an_api_clients_action_is_recorded_with_the_frame_after_it(served: Desktop) -> None:
@@ -132,7 +138,7 @@ def test_filters_pages_and_refusals(served: Desktop) -> None:
 
 
 def test_the_journal_is_bounded(display: Display, desktop_home: Path, files_dir: Path) -> None:
-    caps = {"journal_entries": 3, "journal_frames": 2, "journal_frame_bytes": 1 << 20}
+    caps: dict[str, Any] = {"journal_entries": 3, "journal_frames": 2, "journal_frame_bytes": 1 << 20}
     with serve(display, home=desktop_home, files_dir=files_dir, **caps) as desktop:
         for width in range(100, 106):  # each answer a frame of its own size: six frames
             desktop.act(action="move_mouse", coordinates={"x": width, "y": 5}, screenshot={"width": width})
@@ -154,7 +160,7 @@ def test_the_journal_is_bounded(display: Display, desktop_home: Path, files_dir:
 def human_session(desktop: Desktop, script: Any) -> None:
     async def run() -> None:
         uri = desktop.url.replace("http", "ws") + "/vnc/websockify?interactive=1"
-        async with websockets.connect(uri, subprotocols=["binary"]) as ws:
+        async with websockets.connect(uri, subprotocols=[Subprotocol("binary")]) as ws:
             client = RawRFB(ws)
             await client.handshake()
             await script(client)
@@ -198,7 +204,7 @@ def test_a_view_only_connection_records_nothing(served: Desktop) -> None:
 
     async def run() -> None:
         uri = served.url.replace("http", "ws") + "/vnc/websockify"
-        async with websockets.connect(uri, subprotocols=["binary"]) as ws:
+        async with websockets.connect(uri, subprotocols=[Subprotocol("binary")]) as ws:
             client = RawRFB(ws)
             await client.handshake()
             await client.pointer(50, 60, 1)

@@ -16,8 +16,10 @@ import anyio
 import httpx
 import pytest
 from mcp import Client
+from mcp.client import Transport
 from mcp.client.sse import sse_client
 from mcp.server import _streamable_http_modern
+from mcp.types import BlobResourceContents, ImageContent, TextContent
 from PIL import Image
 from sse_starlette.event import ServerSentEvent
 
@@ -42,20 +44,31 @@ def desktop(display: Display, files_dir: Path) -> Iterator[str]:
         yield server.url
 
 
-def transports(url: str) -> dict[str, object]:
+def transports(url: str) -> dict[str, Transport | str]:
     return {"sse": sse_client(f"{url}/mcp"), "streamable-http": f"{url}/mcp"}
+
+
+def text_of(content: object) -> str:
+    assert isinstance(content, TextContent), content
+    return content.text
+
+
+def image_of(content: object) -> ImageContent:
+    assert isinstance(content, ImageContent), content
+    return content
 
 
 @pytest.mark.parametrize("transport", ["sse", "streamable-http"])
 async def test_lists_the_sixteen_desktop_tools(desktop: str, transport: str) -> None:
     async with Client(transports(desktop)[transport]) as client:
         tools = (await client.list_tools()).tools
+        assert client.server_info is not None
         assert (client.server_info.name, client.server_info.version) == ("deskpilot-desktop", __version__)
     names = {t.name for t in tools}
     assert names == {f"computer_{a}" for a in ACTION_MODELS}
     assert len(names) == 17
     click = next(t for t in tools if t.name == "computer_click_mouse")
-    assert "1920x1080" in click.description
+    assert click.description is not None and "1920x1080" in click.description
     assert set(click.input_schema["required"]) == {"button", "clickCount"}
 
 
@@ -89,7 +102,7 @@ async def test_moves_the_mouse_and_reads_the_position_back(desktop: str, transpo
         assert not moved.is_error
         pos = await client.call_tool("computer_cursor_position", {})
     assert pos.structured_content == {"x": 321, "y": 654}
-    assert "321" in pos.content[0].text
+    assert "321" in text_of(pos.content[0])
 
 
 @pytest.mark.parametrize("transport", ["sse", "streamable-http"])
@@ -98,9 +111,10 @@ async def test_screenshot_is_png_image_content(desktop: str, transport: str) -> 
         full = await client.call_tool("computer_screenshot", {})
         small = await client.call_tool("computer_screenshot", {"width": 960})
     [image] = full.content
+    assert isinstance(image, ImageContent)
     assert image.type == "image" and image.mime_type == "image/png"
     assert Image.open(io.BytesIO(base64.b64decode(image.data))).size == (1920, 1080)
-    assert Image.open(io.BytesIO(base64.b64decode(small.content[0].data))).size == (960, 540)
+    assert Image.open(io.BytesIO(base64.b64decode(image_of(small.content[0]).data))).size == (960, 540)
 
 
 async def test_writes_and_reads_a_file_as_an_embedded_resource(desktop: str, files_dir: Path) -> None:
@@ -115,6 +129,7 @@ async def test_writes_and_reads_a_file_as_an_embedded_resource(desktop: str, fil
     finally:
         (files_dir / name).unlink(missing_ok=True)
     resource = next(c for c in read.content if c.type == "resource").resource
+    assert isinstance(resource, BlobResourceContents)
     assert base64.b64decode(resource.blob) == payload
     assert resource.mime_type == "text/plain"
     assert resource.uri == f"file://{files_dir}/{name}"
@@ -166,14 +181,14 @@ async def test_errors_are_is_error_with_the_http_message(desktop: str, tool: str
     async with Client(f"{desktop}/mcp") as client:
         result = await client.call_tool(tool, arguments)
     assert result.is_error
-    assert result.content[0].text == http.json()["error"]
+    assert text_of(result.content[0]) == http.json()["error"]
 
 
 async def test_an_unknown_tool_is_an_error_naming_the_tools(desktop: str) -> None:
     async with Client(f"{desktop}/mcp") as client:
         result = await client.call_tool("computer_teleport", {})
     assert result.is_error
-    assert result.content[0].text.startswith("unknown tool 'computer_teleport'; available: computer_")
+    assert text_of(result.content[0]).startswith("unknown tool 'computer_teleport'; available: computer_")
 
 
 @pytest.mark.parametrize("transport", ["sse", "streamable-http"])
@@ -191,9 +206,9 @@ async def test_tools_work_without_the_speedups(
             pos = await client.call_tool("computer_cursor_position", {})
             shot = await client.call_tool("computer_screenshot", {"width": 960})
     assert not moved.is_error and pos.structured_content == {"x": 12, "y": 34}
-    assert Image.open(io.BytesIO(base64.b64decode(shot.content[0].data))).size == (960, 540)
+    assert Image.open(io.BytesIO(base64.b64decode(image_of(shot.content[0]).data))).size == (960, 540)
     assert isinstance(ServerSentEvent._LINE_SEP_EXPR, re.Pattern)
-    assert _streamable_http_modern.json is json
+    assert vars(_streamable_http_modern)["json"] is json  # the SDK module's private import
 
 
 def test_host_header_protection_allows_loopback_and_configured_hosts(desktop: str) -> None:

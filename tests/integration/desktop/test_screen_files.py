@@ -8,6 +8,7 @@ import pwd
 import shutil
 import uuid
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -95,7 +96,7 @@ def test_files_use_only_the_desktop_users_rights(desktop: Desktop) -> None:
 
 
 def test_error_400_invalid_action_names_the_fix(desktop: Desktop) -> None:
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"action": "typ_keys", "keys": ["a"]}, "did you mean 'type_keys'"),
         ({"action": "fly"}, "Valid actions: move_mouse"),
         ({"action": "click_mouse", "coordinate": [1, 2], "button": "left", "clickCount": 1}, "'coordinates'"),

@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from websockets.exceptions import InvalidStatus
+from websockets.typing import Subprotocol
 
 from deskpilot import __version__
 from deskpilot.computer.actions import ACTION_MODELS
@@ -80,7 +81,7 @@ def guarded(display: Display, desktop_home: Path, files_dir: Path, vnc_port: int
 
 
 def send(
-    desktop: Desktop, method: str, path: str, body: dict[str, Any] | None = None, **headers: str
+    desktop: Desktop, method: str, path: str, body: dict[str, Any] | None = None, /, **headers: str
 ) -> httpx.Response:
     return desktop.http.request(method, desktop.url + path, json=body, headers=headers)
 
@@ -296,7 +297,11 @@ async def mcp_client(url: str, transport: str, headers: dict[str, str], statuses
     """The official client over either transport, its HTTP client sending ``headers``."""
     if transport == "sse":
         factory = functools.partial(recording_client, headers, statuses)
-        async with Client(sse_client(f"{url}/mcp", httpx_client_factory=lambda **_: factory())) as client:
+        async with Client(
+            sse_client(
+                f"{url}/mcp", httpx_client_factory=lambda headers=None, timeout=None, auth=None: factory()
+            )
+        ) as client:
             yield client
     else:
         async with (
@@ -332,7 +337,9 @@ def socket_to(desktop: Desktop, path: str, host: str | None = None, **kwargs: An
     """A WebSocket to ``path`` on 127.0.0.1; ``host`` is the name its Host header gives."""
     port = int(desktop.url.rsplit(":", 1)[1])
     uri = f"ws://{host or '127.0.0.1'}:{port}{path}"
-    return websockets.connect(uri, host="127.0.0.1", port=port, subprotocols=["binary"], **kwargs)
+    return websockets.connect(
+        uri, host="127.0.0.1", port=port, subprotocols=[Subprotocol("binary")], **kwargs
+    )
 
 
 def handshake_status(desktop: Desktop, host: str | None = None, path: str = VNC, **kwargs: Any) -> int:

@@ -151,6 +151,7 @@ def fill(name: str, colour: int, y: int) -> None:
 
 def pixel(b64: str, x: int, y: int) -> int:
     frame = cv2.imdecode(np.frombuffer(base64.b64decode(b64), np.uint8), cv2.IMREAD_COLOR)
+    assert frame is not None
     b, g, r = (int(v) for v in frame[y, x])
     return r << 16 | g << 8 | b
 

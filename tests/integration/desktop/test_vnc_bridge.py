@@ -16,6 +16,7 @@ import httpx
 import pytest
 import websockets
 from fastapi import FastAPI
+from websockets.typing import Subprotocol
 from Xlib import XK
 
 from deskpilot.config import DesktopSettings
@@ -85,11 +86,12 @@ def test_no_other_site_may_frame_the_live_view(desktop: str, path: str) -> None:
 def test_websocket_bridge_speaks_rfb_with_x11vnc(desktop: str) -> None:
     async def handshake() -> tuple[bytes, bytes]:
         uri = desktop.replace("http", "ws") + "/vnc/websockify"
-        async with websockets.connect(uri, subprotocols=["binary"]) as ws:
+        async with websockets.connect(uri, subprotocols=[Subprotocol("binary")]) as ws:
             assert ws.subprotocol == "binary"
             version = await asyncio.wait_for(ws.recv(), 5)
             await ws.send(b"RFB 003.008\n")
             security = await asyncio.wait_for(ws.recv(), 5)
+            assert isinstance(version, bytes) and isinstance(security, bytes)
             return version, security
 
     version, security = asyncio.run(handshake())
@@ -168,7 +170,7 @@ class RawRFB:
 def rfb_session(desktop: str, query: str, script) -> object:
     async def run() -> object:
         uri = desktop.replace("http", "ws") + "/vnc/websockify" + query
-        async with websockets.connect(uri, subprotocols=["binary"]) as ws:
+        async with websockets.connect(uri, subprotocols=[Subprotocol("binary")]) as ws:
             client = RawRFB(ws)
             await client.handshake()
             return await script(client)

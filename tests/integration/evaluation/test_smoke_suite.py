@@ -101,7 +101,8 @@ def test_the_reference_trajectories_replay_to_a_pass(
     assert replayed.score == 1.0 and replayed.replay == str(trajectories)
     for r in replayed.results:
         assert r.status == "REPLAYED" and r.replay is not None and r.task_id is None  # no task, no model
-        assert r.replay["replayed"] == r.replay["steps"] > 0, r.replay
+        steps = r.replay["steps"]
+        assert isinstance(steps, int) and r.replay["replayed"] == steps > 0, r.replay
     assert "Replay of the trajectories" in markdown(replayed)
     # a task without its trajectory is an error of that task, not of the run
     (trajectories / "write-note.zip").unlink()

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from deskpilot.config import SecuritySettings, TaskSettings
 from deskpilot.tasks.app import create_app
@@ -60,25 +61,32 @@ def settings_for(db_url: str, **overrides) -> TaskSettings:
     return TaskSettings(**{**base, **overrides})
 
 
+class TaskApi(httpx.Client):
+    """A client of the task service that ``serve`` started, with its app and its WebSocket's URL."""
+
+    app: FastAPI
+    ws_url: str
+
+
 @contextmanager
 def serve(
     db_url: str,
     executor: Executor | None = None,
     security: SecuritySettings | None = None,
     **overrides,
-) -> Iterator[httpx.Client]:
+) -> Iterator[TaskApi]:
     """The task service over real HTTP; open (no token, loopback hosts) unless ``security`` says otherwise."""
     app = create_app(
         settings_for(db_url, **overrides), executor=executor, security=security or open_security()
     )
-    with ServerThread(app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
-        client.app = app  # type: ignore[attr-defined]
-        client.ws_url = server.url.replace("http://", "ws://") + "/ws"  # type: ignore[attr-defined]
+    with ServerThread(app) as server, TaskApi(base_url=server.url, timeout=30) as client:
+        client.app = app
+        client.ws_url = server.url.replace("http://", "ws://") + "/ws"
         yield client
 
 
 @pytest.fixture
-def api(db_url: str) -> Iterator[httpx.Client]:
+def api(db_url: str) -> Iterator[TaskApi]:
     """The agent API without a worker: statuses change only by request."""
     with serve(db_url) as client:
         yield client

@@ -174,8 +174,8 @@ def exercise(api: httpx.Client, disk: Path, db_url: str) -> None:
     assert health.status_code == 200 and health.json()["status"] == "ok" and "problems" not in health.json()
 
     # nothing acknowledged was lost, nothing refused was half-written
-    files, messages = stored(db_url)
-    assert files == written.files
+    kept_files, messages = stored(db_url)
+    assert kept_files == written.files
     assert messages == written.messages
 
 

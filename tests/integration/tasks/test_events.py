@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.integration.tasks.conftest import serve
+from tests.integration.tasks.conftest import TaskApi, serve
 from tests.integration.tasks.executors import ScriptedExecutor
 
 
@@ -24,7 +23,7 @@ def recv_until(ws, event: str, pred=lambda d: True, timeout: float = 5.0) -> dic
             return frame["data"]
 
 
-def test_every_event_reaches_an_unsubscribed_client(api: httpx.Client) -> None:
+def test_every_event_reaches_an_unsubscribed_client(api: TaskApi) -> None:
     with connect(api.ws_url) as ws:
         t = api.post("/tasks", json={"description": "watch me"}).json()
         created = recv(ws)
@@ -41,7 +40,7 @@ def test_every_event_reaches_an_unsubscribed_client(api: httpx.Client) -> None:
         assert recv(ws) == {"event": "task_deleted", "data": {"id": t["id"]}}
 
 
-def test_per_task_subscription_by_query_and_by_message(api: httpx.Client) -> None:
+def test_per_task_subscription_by_query_and_by_message(api: TaskApi) -> None:
     a = api.post("/tasks", json={"description": "a"}).json()["id"]
     b = api.post("/tasks", json={"description": "b"}).json()["id"]
     with connect(f"{api.ws_url}?taskId={a}") as only_a, connect(api.ws_url) as later:
@@ -62,7 +61,7 @@ def test_per_task_subscription_by_query_and_by_message(api: httpx.Client) -> Non
         assert recv(only_a)["data"]["priority"] == "LOW"
 
 
-def test_a_connection_can_ask_for_some_kinds_of_events_only(api: httpx.Client) -> None:
+def test_a_connection_can_ask_for_some_kinds_of_events_only(api: TaskApi) -> None:
     with connect(f"{api.ws_url}?events=task_created,task_deleted") as ws:
         t = api.post("/tasks", json={"description": "no messages please"}).json()
         assert recv(ws) == {"event": "task_created", "data": t}
@@ -72,7 +71,7 @@ def test_a_connection_can_ask_for_some_kinds_of_events_only(api: httpx.Client) -
         assert recv(ws) == {"event": "task_deleted", "data": {"id": t["id"]}}  # nothing in between
 
 
-def test_an_unknown_kind_of_event_closes_the_socket_with_the_kinds(api: httpx.Client) -> None:
+def test_an_unknown_kind_of_event_closes_the_socket_with_the_kinds(api: TaskApi) -> None:
     url = f"{api.ws_url}?events=task_created,screenshots"
     with connect(url) as ws, pytest.raises(ConnectionClosed) as closed:
         ws.recv(timeout=5)

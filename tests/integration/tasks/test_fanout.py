@@ -14,7 +14,8 @@ from tests.support.postgres import PostgresServer
 
 
 def frames(ws, n: int, timeout: float = 10) -> list[dict]:
-    out, deadline = [], time.monotonic() + timeout
+    out: list[dict] = []
+    deadline = time.monotonic() + timeout
     while len(out) < n:
         out.append(json.loads(ws.recv(timeout=max(0.01, deadline - time.monotonic()))))
     return out

@@ -44,7 +44,7 @@ def status(api: httpx.Client, task_id: str) -> str:
 def test_a_tasks_life_is_logged_with_its_fields(db_url: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     with serve(db_url, ScriptedExecutor(), worker_enabled=True, poll_seconds=60) as api:
-        worker = api.app.state.tasks.worker.worker_id  # type: ignore[attr-defined]
+        worker = api.app.state.tasks.worker.worker_id
         done = post(api, "complete it", priority="HIGH")
         wait_until(lambda: status(api, done) == "COMPLETED")
         failed = post(api, "raise it")

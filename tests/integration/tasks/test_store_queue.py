@@ -149,15 +149,16 @@ async def test_expired_lease_is_reclaimed_before_pending_work(db_url: str) -> No
     try:
         first = await store.create_task("first", priority="LOW")
         claimed = await Leases(store).claim_next("dead-worker", 2)
-        assert claimed.id == first.id and claimed.lease_owner == "dead-worker"
+        assert claimed is not None and claimed.id == first.id and claimed.lease_owner == "dead-worker"
         urgent = await store.create_task("urgent", priority="URGENT")
         got = await Leases(store).claim_next("live-worker", 60)
-        assert got.id == urgent.id  # the first one's lease is still valid
+        assert got is not None and got.id == urgent.id  # the first one's lease is still valid
         await store.update_task(urgent.id, status="COMPLETED")
         assert await Leases(store).claim_next("live-worker", 60) is None
         assert await Leases(store).heartbeat(first.id, "dead-worker", 0.5)  # a live worker keeps it
         await _sleep_until((await store.get_task(first.id)).lease_expires_at)
         got = await Leases(store).claim_next("live-worker", 60)
+        assert got is not None
         assert (
             got.id == first.id and got.lease_owner == "live-worker" and got.executed_at == claimed.executed_at
         )
@@ -173,12 +174,12 @@ async def test_release_fails_a_task_left_in_progress_and_keeps_finished_ones(db_
         a = await store.create_task("a")
         await Leases(store).claim_next("w", 60)
         t = await Leases(store).release(a.id, "w", unfinished_error="stopped early")
-        assert t.status == "FAILED" and t.error == "stopped early" and t.lease_owner is None
+        assert t is not None and t.status == "FAILED" and t.error == "stopped early" and t.lease_owner is None
         b = await store.create_task("b")
         await Leases(store).claim_next("w", 60)
         await store.update_task(b.id, status="COMPLETED", result={"answer": 42})
         t = await Leases(store).release(b.id, "w", unfinished_error="x")
-        assert t.status == "COMPLETED" and t.result == {"answer": 42} and t.error is None
+        assert t is not None and t.status == "COMPLETED" and t.result == {"answer": 42} and t.error is None
     finally:
         await store.close()
 

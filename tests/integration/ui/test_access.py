@@ -18,6 +18,7 @@ import httpx
 import pytest
 import websockets
 from websockets.exceptions import InvalidStatus
+from websockets.typing import Origin
 
 from deskpilot import __version__
 from deskpilot.config import SecuritySettings, UISettings
@@ -240,7 +241,7 @@ def test_websockets_are_relayed_with_the_token_not_the_cookie(stack: Stack) -> N
     async def relay(path: str) -> None:
         headers = {"Cookie": cookie, "Authorization": "Bearer from-the-browser"}
         uri = stack.url.replace("http", "ws") + path
-        async with websockets.connect(uri, additional_headers=headers, origin=stack.url) as ws:
+        async with websockets.connect(uri, additional_headers=headers, origin=Origin(stack.url)) as ws:
             await asyncio.wait_for(ws.recv(), 5)
 
     asyncio.run(relay("/api/ws"))

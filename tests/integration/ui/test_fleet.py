@@ -14,6 +14,7 @@ import pytest
 from fastapi import FastAPI, WebSocket
 from fastapi.responses import PlainTextResponse
 from websockets.sync.client import connect
+from websockets.typing import Origin
 
 from deskpilot.config import UISettings
 from deskpilot.tasks.desktops import Identity, Registry
@@ -91,7 +92,7 @@ def test_each_desktops_live_view_is_proxied_to_the_url_it_announced(fleet: tuple
         r = httpx.get(f"{ui}/desktops/{name}/vnc/core/rfb.js")
         assert r.status_code == 200 and r.text == f'export default "{name}";'
         ws_url = ui.replace("http://", "ws://") + f"/desktops/{name}/vnc/websockify?interactive=1"
-        with connect(ws_url, origin=ui) as ws:
+        with connect(ws_url, origin=Origin(ui)) as ws:
             assert ws.recv(timeout=5) == f"{name}:interactive=1"
 
 

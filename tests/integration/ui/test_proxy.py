@@ -16,6 +16,7 @@ import pytest
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import RedirectResponse, StreamingResponse
 from websockets.sync.client import connect
+from websockets.typing import Subprotocol
 
 from deskpilot.config import UISettings
 from deskpilot.ui.server import create_app
@@ -111,7 +112,7 @@ def test_redirects_to_the_upstream_come_back_through_the_proxy(ui: str) -> None:
 
 def test_websocket_relays_binary_and_text_with_the_subprotocol(ui: str) -> None:
     url = ui.replace("http", "ws") + "/vnc/websockify"
-    with connect(url, subprotocols=["binary"]) as ws:
+    with connect(url, subprotocols=[Subprotocol("binary")]) as ws:
         assert ws.subprotocol == "binary"
         ws.send(b"\x00\x01\x02")
         assert ws.recv(timeout=5) == b"\x02\x01\x00"
@@ -138,4 +139,4 @@ def test_unreachable_upstream_answers_in_the_agent_error_shape() -> None:
             with pytest.raises(Exception):  # noqa: B017
                 ws.recv(timeout=5)
             assert ws.close_code == 1011
-            assert "not reachable" in ws.close_reason
+            assert ws.close_reason is not None and "not reachable" in ws.close_reason

@@ -20,6 +20,7 @@ import httpx
 import pytest
 import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.typing import Origin
 
 from deskpilot.config import SecuritySettings, UISettings
 from deskpilot.security import SESSION_COOKIE
@@ -109,7 +110,7 @@ def handshake(url: str, path: str, cookie: str) -> int:
     async def go() -> int:
         headers = {"Cookie": f"{SESSION_COOKIE}={cookie}"}
         try:
-            async with websockets.connect(ws_url(url, path), additional_headers=headers, origin=url):
+            async with websockets.connect(ws_url(url, path), additional_headers=headers, origin=Origin(url)):
                 return 101
         except InvalidStatus as refused:
             return refused.response.status_code
@@ -173,7 +174,7 @@ def test_logging_out_revokes_the_session_on_every_surface(upstreams: Upstreams) 
 
 async def held_open(url: str, path: str, cookie: str) -> websockets.ClientConnection:
     headers = {"Cookie": f"{SESSION_COOKIE}={cookie}"}
-    ws = await websockets.connect(ws_url(url, path), additional_headers=headers, origin=url)
+    ws = await websockets.connect(ws_url(url, path), additional_headers=headers, origin=Origin(url))
     assert json.loads(await asyncio.wait_for(ws.recv(), 5))["path"]
     await ws.send("still here")
     assert await asyncio.wait_for(ws.recv(), 5) == "still here"

@@ -7,22 +7,28 @@ import time
 from deskpilot.agent.guards import Budget, RepeatGuard
 
 
+def reason(budget: Budget) -> str:
+    exceeded = budget.exceeded()
+    assert exceeded is not None
+    return exceeded
+
+
 def test_step_budget_trips_at_the_limit() -> None:
     b = Budget(max_steps=2, max_tokens=10**9, max_seconds=3600)
     assert b.exceeded() is None
     b.spend(10)
     assert b.exceeded() is None
     b.spend(10)
-    assert "AGENT_MAX_STEPS=2" in b.exceeded()
+    assert "AGENT_MAX_STEPS=2" in reason(b)
 
 
 def test_token_and_time_budgets() -> None:
     b = Budget(max_steps=100, max_tokens=100, max_seconds=3600)
     b.spend(100)
-    assert "AGENT_MAX_TOKENS=100" in b.exceeded()
+    assert "AGENT_MAX_TOKENS=100" in reason(b)
     b = Budget(max_steps=100, max_tokens=100, max_seconds=0.01)
     time.sleep(0.02)
-    assert "AGENT_MAX_WALL_SECONDS" in b.exceeded()
+    assert "AGENT_MAX_WALL_SECONDS" in reason(b)
 
 
 def test_same_action_same_outcome_trips_the_breaker() -> None:

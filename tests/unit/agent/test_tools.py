@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deskpilot.agent.tools import tool_definitions
-from deskpilot.computer.actions import ACTION_MODELS, parse_action
+from deskpilot.computer.actions import ACTION_MODELS, ClickMouse, DragMouse, MoveMouse, parse_action
 from deskpilot.computer.geometry import Size, screen_rect
 from deskpilot.errors import InvalidAction
 
@@ -45,6 +45,7 @@ def test_image_pixels_map_onto_the_screen_in_the_desktop_model() -> None:
     space = {"width": HD.width}
     args = {"coordinates": {"x": 1279, "y": 719}, "button": "left", "clickCount": 2, "space": space}
     action = parse_action({**args, "action": "click_mouse"})
+    assert isinstance(action, ClickMouse) and action.coordinates is not None
     assert (action.coordinates.x, action.coordinates.y) == (1919, 1079) and action.space is None
     drag = parse_action(
         {
@@ -54,10 +55,12 @@ def test_image_pixels_map_onto_the_screen_in_the_desktop_model() -> None:
             "action": "drag_mouse",
         }
     )
+    assert isinstance(drag, DragMouse)
     assert [(p.x, p.y) for p in drag.path] == [(0, 0), (960, 540)]
     # a region zoomed: the image's pixels land in the region
     zoom = {"width": 960, "region": {"x": 1600, "y": 0, "width": 320, "height": 200}}
     moved = parse_action({"coordinates": {"x": 959, "y": 599}, "space": zoom, "action": "move_mouse"})
+    assert isinstance(moved, MoveMouse)
     assert (moved.coordinates.x, moved.coordinates.y) == (1919, 199)
 
 

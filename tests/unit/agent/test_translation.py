@@ -34,7 +34,7 @@ def test_tool_results_and_screenshots_translate_to_anthropic_blocks() -> None:
     )
     out = cfg.transform_request(
         model="claude-sonnet-4-6",
-        messages=to_openai("SYS", turns),
+        messages=to_openai("SYS", turns),  # type: ignore[arg-type]  # OpenAI's JSON; litellm's TypedDicts
         optional_params={**tools, "max_tokens": 100},
         litellm_params={},
         headers={},

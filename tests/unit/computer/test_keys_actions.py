@@ -203,8 +203,10 @@ def test_valid_requests_parse_and_extra_fields_are_ignored() -> None:
     a = actions.parse_action({"action": "click_mouse", "button": "left", "clickCount": 2, "whatever": 1})
     assert isinstance(a, actions.ClickMouse) and a.coordinates is None
     s = actions.parse_action({"action": "screenshot"})
+    assert isinstance(s, actions.Screenshot)
     assert (s.format, s.width, s.scale) == ("png", None, None)
     c = actions.parse_action({"action": "move_mouse", "coordinates": {"x": 1919.4, "y": 0.2}})
+    assert isinstance(c, actions.MoveMouse)
     assert c.coordinates.xy == (1919, 0)
 
 

@@ -7,8 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from deskpilot.desktop.capture import downscale
-from deskpilot.desktop.resample import downscale_whole
+from deskpilot.desktop.resample import downscale, downscale_whole
 
 
 @pytest.fixture(scope="module")

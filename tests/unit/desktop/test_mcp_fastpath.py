@@ -4,6 +4,7 @@ import json
 import logging
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pybase64
 import pytest
@@ -32,6 +33,11 @@ def installed() -> None:
     assert mcp_fastpath.install() == EVERY_SPEEDUP
 
 
+def handler_json() -> Any:
+    """The ``json`` the SDK's streamable-HTTP handler serialises with (a private import of that module)."""
+    return vars(handler)["json"]
+
+
 @pytest.fixture
 def unpatched(monkeypatch: pytest.MonkeyPatch) -> None:
     """The libraries as they ship (restored to whatever was installed afterwards)."""
@@ -47,7 +53,7 @@ def test_install_is_a_no_op_on_untested_versions(unpatched: None, caplog: pytest
     with caplog.at_level(logging.WARNING, logger=mcp_fastpath.__name__):
         assert mcp_fastpath.install(versions(mcp="2.4.0", sse_starlette="4.0.1")) == set()
     assert isinstance(ServerSentEvent._LINE_SEP_EXPR, re.Pattern)
-    assert handler.json is json
+    assert handler_json() is json
     [warning] = caplog.records
     assert warning.levelno == logging.WARNING
     assert vars(warning)["versions"] == "mcp 2.4.0, sse-starlette 4.0.1"
@@ -56,7 +62,7 @@ def test_install_is_a_no_op_on_untested_versions(unpatched: None, caplog: pytest
 def test_install_picks_by_the_library_each_speedup_relies_on(unpatched: None) -> None:
     only_sse = mcp_fastpath.install(versions(mcp="3.0.0", sse_starlette="3.7.2"))
     assert only_sse == {mcp_fastpath.SSE_LINE_BREAKS}
-    assert handler.json is json
+    assert handler_json() is json
     assert mcp_fastpath.install(versions(mcp="2.3.1", sse_starlette="3.10.0")) == {
         mcp_fastpath.SSE_WRITES,
         mcp_fastpath.STREAMABLE_DUMPS,
@@ -65,9 +71,9 @@ def test_install_picks_by_the_library_each_speedup_relies_on(unpatched: None) ->
 
 def test_install_is_idempotent(unpatched: None) -> None:
     assert mcp_fastpath.install() == EVERY_SPEEDUP
-    line_breaks, dumps = ServerSentEvent._LINE_SEP_EXPR, handler.json
+    line_breaks, dumps = ServerSentEvent._LINE_SEP_EXPR, handler_json()
     assert mcp_fastpath.install() == EVERY_SPEEDUP
-    assert ServerSentEvent._LINE_SEP_EXPR is line_breaks and handler.json is dumps
+    assert ServerSentEvent._LINE_SEP_EXPR is line_breaks and handler_json() is dumps
     assert ServerSentEvent._LINE_SEP_EXPR.split("a\nb") == ["a", "b"]  # wraps the regex, not itself
 
 
@@ -86,7 +92,7 @@ SCREENSHOT = CallToolResult(
     content=[ImageContent(data=pybase64.b64encode_as_string(bytes(range(256)) * 4096), mime_type="image/png")]
 ).model_dump(by_alias=True, mode="json", exclude_none=True)
 
-MESSAGES = [
+MESSAGES: list[JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError] = [
     JSONRPCResponse(jsonrpc="2.0", id=3, result=SCREENSHOT),
     JSONRPCResponse(jsonrpc="2.0", id="a-\u00e9\u4e2d", result={"x": 1.5, "y": None, "s": '"\\\n\u2028😀'}),
     JSONRPCResponse(jsonrpc="2.0", id=2**70, result={"big": 2**80}),  # beyond orjson: pydantic's path
@@ -99,7 +105,7 @@ MESSAGES = [
 @pytest.mark.parametrize("message", MESSAGES, ids=lambda m: type(m).__name__)
 def test_outgoing_serialises_byte_for_byte_as_pydantic(message: JSONRPCResponse) -> None:
     # the SSE writer's call: model_dump_json(by_alias=True, exclude_unset=True)
-    options = {"by_alias": True, "exclude_unset": True}
+    options: dict[str, Any] = {"by_alias": True, "exclude_unset": True}
     assert Outgoing(message).model_dump_json(**options) == message.model_dump_json(**options)
 
 
@@ -109,15 +115,15 @@ def test_outgoing_repr_is_a_summary_not_the_payload() -> None:
 
 
 def test_the_streamable_handler_serialises_with_orjson() -> None:
-    assert handler.json.dumps({"x": 1}) == '{"x":1}'
-    assert handler.json.dumps is not json.dumps
-    assert handler.json.loads is json.loads and handler.json.JSONDecodeError is json.JSONDecodeError
+    assert handler_json().dumps({"x": 1}) == '{"x":1}'
+    assert handler_json().dumps is not json.dumps
+    assert handler_json().loads is json.loads and handler_json().JSONDecodeError is json.JSONDecodeError
 
 
 @pytest.mark.parametrize("message", MESSAGES, ids=lambda m: type(m).__name__)
 def test_streamable_dumps_writes_the_same_json_value(message: JSONRPCResponse) -> None:
     body = message.model_dump(mode="json", by_alias=True, exclude_none=True)
-    fast = handler.json.dumps(body, separators=(",", ":"))
+    fast = handler_json().dumps(body, separators=(",", ":"))
     stdlib = json.dumps(body, separators=(",", ":"))
     assert json.loads(fast) == json.loads(stdlib)
     if stdlib.isascii() == fast.isascii():  # no \u escapes to spell differently: the very same text

@@ -121,7 +121,7 @@ def test_the_callers_traceparent_is_kept_for_its_request_alone() -> None:
     async def app(scope: object, receive: object, send: object) -> None:
         seen.append(spans._caller.get())
 
-    middleware = spans.CallerContext(app)  # type: ignore[arg-type]
+    middleware = spans.CallerContext(app)
 
     async def requests() -> None:
         for headers in ([(b"host", b"h"), (b"traceparent", TRACEPARENT)], [(b"host", b"h")]):

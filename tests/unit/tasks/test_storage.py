@@ -21,7 +21,7 @@ class Clock:
 
 def full() -> sqlite3.OperationalError:
     error = sqlite3.OperationalError("database or disk is full")
-    error.sqlite_errorcode = 13  # type: ignore[attr-defined]
+    error.sqlite_errorcode = 13
     return error
 
 
@@ -55,5 +55,5 @@ def test_postgresql_and_file_system_errors_by_their_codes() -> None:
     assert not out_of_space(asyncpg.exceptions.OutOfMemoryError("out of memory"))  # 53200: not the disk
     assert out_of_space(OSError(122, "Disk quota exceeded"))
     locked = sqlite3.OperationalError("database is locked")
-    locked.sqlite_errorcode = 5  # type: ignore[attr-defined]
+    locked.sqlite_errorcode = 5
     assert not out_of_space(locked)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from deskpilot.ui.conversation import describe_tool_call, render_block, render_message
+from deskpilot.computer.describe import describe_tool_call
+from deskpilot.ui.conversation import render_block, render_message
 
 
 @pytest.mark.parametrize(
