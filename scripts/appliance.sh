@@ -213,13 +213,17 @@ desktop_credential=
 [[ -z $token ]] || desktop_credential=$(head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')
 
 # ------------------------------------------------------------------------------------------------ environments
+# The toolkits' accessibility bridges (the accessibility action reads their trees) only with
+# DESKTOP_ACCESSIBILITY=on (deskpilot/desktop/session.py does the same for the programs the service starts):
+# GTK's bridge, Firefox's and Thunderbird's, Qt's (KeePassXC). Off, GTK's is told not to load.
+case ${DESKTOP_ACCESSIBILITY:-off} in
+  on | true | 1 | yes) toolkits=("GNOME_ACCESSIBILITY=1" "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1" "QT_ACCESSIBILITY=1") ;;
+  *) toolkits=("NO_AT_BRIDGE=1") ;;
+esac
 # What every program of the session sees (and the applications started from it), without a secret.
 session_env=(
   "HOME=$DESKPILOT_HOME" "USER=$DESKPILOT_USER" "LOGNAME=$DESKPILOT_USER" "DISPLAY=$DESKPILOT_DISPLAY"
-  "XAUTHORITY=$xauthority" "XDG_RUNTIME_DIR=$DESKPILOT_RUN_DIR/session"
-  # accessibility on in every toolkit (the accessibility action; deskpilot/desktop/session.py says the same for
-  # the programs the service starts): GTK's bridge, Firefox's and Thunderbird's, Qt's (KeePassXC)
-  "GNOME_ACCESSIBILITY=1" "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1" "QT_ACCESSIBILITY=1"
+  "XAUTHORITY=$xauthority" "XDG_RUNTIME_DIR=$DESKPILOT_RUN_DIR/session" "${toolkits[@]}"
   "DBUS_SESSION_BUS_ADDRESS=unix:path=$DESKPILOT_RUN_DIR/session/bus"
   # a private TMPDIR: single-instance apps (KeePassXC) lock there, so a second appliance gets its own
   "TMPDIR=$DESKPILOT_RUN_DIR/session/tmp"

@@ -91,9 +91,17 @@ class Hands(Protocol):
 class LocalHands:
     """The desktop user's actions done in this process (see the module docstring)."""
 
-    def __init__(self, user: DesktopUser, display: str, files_dir: Path | None, max_bytes: int) -> None:
+    def __init__(
+        self,
+        user: DesktopUser,
+        display: str,
+        files_dir: Path | None,
+        max_bytes: int,
+        accessibility: bool = False,
+    ) -> None:
         self.user = user
         self.display = display
+        self.bridges = accessibility  # the toolkits' accessibility bridges on in the programs it starts
         self.files = FileStore(user, files_dir, max_bytes)
         self.root = self.files.root
         self.max_bytes = max_bytes
@@ -113,7 +121,7 @@ class LocalHands:
         return self._spawn(argv)  # fork and exec: a millisecond, not worth a thread
 
     def _spawn(self, argv: Sequence[str]) -> int:
-        launch = as_desktop_user(self.user, self.display)
+        launch = as_desktop_user(self.user, self.display, self.bridges)
         try:
             proc = subprocess.Popen(
                 list(argv),
@@ -143,7 +151,7 @@ class LocalHands:
         await asyncio.to_thread(_reap, procs)
 
     async def command(self, request: command.CommandRequest) -> command.CommandResult:
-        return await command.run(as_desktop_user(self.user, self.display), request)
+        return await command.run(as_desktop_user(self.user, self.display, self.bridges), request)
 
     def on_a_timer(self, pids: Collection[int]) -> set[int]:
         return {pid for pid in pids if activity.on_a_timer(pid)}

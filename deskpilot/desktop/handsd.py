@@ -56,6 +56,12 @@ _ERRORS: dict[str, type[errors.DesktopError]] = {
 }
 
 
+def local_hands(settings: DesktopSettings, user: DesktopUser) -> LocalHands:
+    return LocalHands(
+        user, settings.display, settings.files_dir, settings.max_file_bytes, settings.accessibility
+    )
+
+
 def peer_uid(sock: socket.socket) -> int:
     """The uid of the process at the other end of a Unix socket, as the kernel recorded it."""
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -176,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="hands: %(message)s")
     settings = DesktopSettings()
     user = DesktopUser.lookup(settings.user, settings.home)
-    hands = LocalHands(user, settings.display, settings.files_dir, settings.max_file_bytes)
+    hands = local_hands(settings, user)
     peer = pwd.getpwnam(args.peer).pw_uid
 
     async def start() -> None:
@@ -306,7 +312,7 @@ def hands_for(settings: DesktopSettings, user: DesktopUser) -> Hands:
     """The worker's when ``DESKTOP_HANDS_SOCKET`` names one (the appliance), else this process's own."""
     if settings.hands_socket is not None:
         return RemoteHands(settings.hands_socket, user, settings.files_dir, settings.max_file_bytes)
-    return LocalHands(user, settings.display, settings.files_dir, settings.max_file_bytes)
+    return local_hands(settings, user)
 
 
 if __name__ == "__main__":

@@ -16,10 +16,12 @@ from typing import Any
 
 from deskpilot.desktop.files import DesktopUser
 
-# Accessibility on in every toolkit of the desktop, so the accessibility action can read their trees: GTK's
-# bridge loads unless NO_AT_BRIDGE is set; Firefox and Thunderbird turn theirs on for GNOME_ACCESSIBILITY;
-# Qt (KeePassXC) only when a screen reader is said to run, unless told always.
+# Accessibility in every toolkit of the desktop when asked (DESKTOP_ACCESSIBILITY), so the accessibility
+# action can read their trees: GTK's bridge loads unless NO_AT_BRIDGE is set; Firefox and Thunderbird turn
+# theirs on for GNOME_ACCESSIBILITY; Qt (KeePassXC) only when a screen reader is said to run, unless told
+# always.
 ACCESSIBILITY = {"GNOME_ACCESSIBILITY": "1", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1", "QT_ACCESSIBILITY": "1"}
+NO_ACCESSIBILITY = {"NO_AT_BRIDGE": "1"}
 PASSED = ("XAUTHORITY", "DBUS_SESSION_BUS_ADDRESS", "AT_SPI_BUS_ADDRESS")
 
 
@@ -30,7 +32,8 @@ class Launch:
     creds: dict[str, Any] = field(default_factory=dict)  # Popen's user, group, extra_groups
 
 
-def as_desktop_user(user: DesktopUser, display: str) -> Launch:
+def as_desktop_user(user: DesktopUser, display: str, accessibility: bool = False) -> Launch:
+    toolkits = ACCESSIBILITY if accessibility else NO_ACCESSIBILITY
     if os.geteuid() == 0 and user.uid != 0:
         env = {
             "HOME": str(user.home),
@@ -40,12 +43,13 @@ def as_desktop_user(user: DesktopUser, display: str) -> Launch:
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "SHELL": "/bin/bash",
             "LANG": os.environ.get("LANG", "C.UTF-8"),
-            **ACCESSIBILITY,
+            **toolkits,
         }
         # the display's cookie (the appliance's is the desktop user's) and the session's buses
         env |= {name: os.environ[name] for name in PASSED if name in os.environ}
         return Launch(env, user.home, {"user": user.uid, "group": user.gid, "extra_groups": []})
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("DESKPILOT_")}
-    env |= {"DISPLAY": display, **ACCESSIBILITY}
-    env.pop("NO_AT_BRIDGE", None)
+    env |= {"DISPLAY": display, **toolkits}
+    if accessibility:
+        env.pop("NO_AT_BRIDGE", None)
     return Launch(env, Path.home())

@@ -105,7 +105,7 @@ def as_desktop_user(appliance: Appliance, argv: list[str]) -> subprocess.Popen:
         "TMPDIR",
         "DBUS_SESSION_BUS_ADDRESS",
     )
-    keys += ("GNOME_ACCESSIBILITY", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "QT_ACCESSIBILITY")
+    keys += ("NO_AT_BRIDGE",)
     env = [f"{k}={appliance.session_env[k]}" for k in keys]
     return subprocess.Popen(
         ["runuser", "-u", "user", "--", "env", "-C", str(appliance.home), *env, *argv],

@@ -83,9 +83,7 @@ class Appliance(NativeAppliance):
             "XDG_RUNTIME_DIR": str(self.run_dir / "session"),
             "TMPDIR": str(self.run_dir / "session" / "tmp"),
             "DBUS_SESSION_BUS_ADDRESS": f"unix:path={self.run_dir / 'session' / 'bus'}",
-            "GNOME_ACCESSIBILITY": "1",
-            "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
-            "QT_ACCESSIBILITY": "1",
+            "NO_AT_BRIDGE": "1",  # the appliance's default (DESKTOP_ACCESSIBILITY off)
         }
 
     def start(self) -> Appliance:

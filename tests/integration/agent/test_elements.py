@@ -31,7 +31,7 @@ def geany_desktop() -> Iterator[str]:
         private_files_dir() as home,
         managed_display() as display,
         accessibility_bus(display, "user"),
-        serve(display, home=home, files_dir=home) as desktop,
+        serve(display, home=home, files_dir=home, accessibility=True) as desktop,
     ):
         desktop.act(action="application", application="code_editor")
 

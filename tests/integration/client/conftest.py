@@ -67,7 +67,9 @@ def model(scripted: ScriptedModel) -> ScriptedModel:
 
 @pytest.fixture(scope="session")
 def box(scripted: ScriptedModel) -> Iterator[Sandbox]:
-    with deskpilot.sandbox(settings=model_settings(scripted)) as sandbox:
+    # accessibility on, as a user of the accessibility action switches it on (test_desktop_client.py)
+    settings = {**model_settings(scripted), "DESKTOP_ACCESSIBILITY": "on"}
+    with deskpilot.sandbox(settings=settings) as sandbox:
         yield sandbox
 
 

@@ -28,7 +28,7 @@ def seen(desktop_home: Path, files_dir: Path) -> Iterator[Desktop]:
     with (
         managed_display() as display,
         accessibility_bus(display, "user"),
-        serve(display, home=desktop_home, files_dir=files_dir) as desktop,
+        serve(display, home=desktop_home, files_dir=files_dir, accessibility=True) as desktop,
     ):
         yield desktop
 
@@ -46,11 +46,15 @@ def tree(desktop: Desktop, **asked: Any) -> dict[str, Any]:
     return data
 
 
-def find(desktop: Desktop, role: str, name: str | None = None, **asked: Any) -> dict[str, Any]:
-    """The first node of ``role`` (and ``name``) in the focused window's tree, waited for."""
+def find(
+    desktop: Desktop, role: str, name: str | None = None, placed: bool = False, **asked: Any
+) -> dict[str, Any]:
+    """The first node of ``role`` (and ``name``) in the focused window's tree, waited for (``placed``: until
+    it has its bounds on the screen, which a page's elements get once it has loaded and been laid out)."""
 
     def look() -> dict[str, Any] | None:
         found = (n for n in nodes(tree(desktop, **asked)["root"]) if n["role"] == role)
+        found = (n for n in found if not placed or on_screen(n["bounds"]))
         return next((n for n in found if name is None or n["name"] == name), None)
 
     node: dict[str, Any] = wait_for(look, 20, f"a {role} {name or ''} in the tree")

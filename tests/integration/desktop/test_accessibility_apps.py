@@ -50,7 +50,7 @@ def test_firefox_has_the_document_and_the_heading_of_a_local_page(seen: Desktop,
     seen.act(action="application", application="browser")
     keys(seen, "ctrl", "l")
     seen.act(action="type_text", text=f"file://{page}\n", settle={})
-    heading = find(seen, "heading", "Deskpilot heading")
+    heading = find(seen, "heading", "Deskpilot heading", placed=True)
     assert on_screen(heading["bounds"]) and heading["text"] == "Deskpilot heading"
     document = find(seen, "document web", "Deskpilot page")
     assert on_screen(document["bounds"]) and "focusable" in document["states"]
