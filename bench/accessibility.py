@@ -1,7 +1,7 @@
 """The accessibility tree of the focused window: ours (deskpilot/desktop/accessibility.py, dbus-fast, every
 call of a level in one burst) against a plain pyatspi walk of the same window (OSWorld's way: one call per
 property), in Geany, xfce4-terminal and Firefox on a local page of 200 elements; and what reading trees costs
-the desktop service's memory. On a private Xvfb with the session's AT-SPI bus (tests/support/atspi.py).
+the desktop service's memory. On a private Xvfb with the session's AT-SPI bus (testbed/atspi.py).
 
     .venv/bin/python bench/accessibility.py [--rounds 20]
 
@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from deskpilot.desktop.accessibility import read_tree  # noqa: E402
 from deskpilot.desktop.atspi import Atspi, Query  # noqa: E402
-from tests.support.atspi import accessibility_bus  # noqa: E402
-from tests.support.timing import wait_until  # noqa: E402
-from tests.support.xvfb import Display, managed_display  # noqa: E402
+from testbed.atspi import accessibility_bus  # noqa: E402
+from testbed.timing import wait_until  # noqa: E402
+from testbed.xvfb import Display, managed_display  # noqa: E402
 
 # pyatspi's walk of the active frame, depth 30 and 5000 nodes as OSWorld caps
 # it: role, name, states, extents and text, one call each; prints the milliseconds and the node count

@@ -38,9 +38,9 @@ sys.path.insert(0, str(ROOT))
 
 from deskpilot.agent.computer import Computer  # noqa: E402
 from deskpilot.agent.executor import AgentExecutor  # noqa: E402
-from tests.integration.agent.harness import loop_settings, serve_agent  # noqa: E402
-from tests.support.net import free_port, wait_http  # noqa: E402
-from tests.support.xvfb import start_window_manager, start_xvfb  # noqa: E402
+from testbed.agent_loop import loop_settings, serve_agent  # noqa: E402
+from testbed.net import free_port, wait_http  # noqa: E402
+from testbed.xvfb import start_window_manager, start_xvfb  # noqa: E402
 
 TARGET_P50_MS = 60.0
 RUNS = itertools.count()  # a database per run

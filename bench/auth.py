@@ -39,8 +39,8 @@ from bench.served import CLICK, SCREENSHOT, TOKEN, Served, interleave  # noqa: E
 from deskpilot.desktop.api import create_app as desktop_app  # noqa: E402
 from deskpilot.security import Guard, digest, policy_for  # noqa: E402
 from deskpilot.tasks.app import create_app as tasks_app  # noqa: E402
-from tests.support.security import VARIABLES, security  # noqa: E402
-from tests.support.xvfb import start_xvfb  # noqa: E402
+from testbed.security import VARIABLES, security  # noqa: E402
+from testbed.xvfb import start_xvfb  # noqa: E402
 
 CREDENTIAL = "bench-desktop-credential-" + "fedcba9876543210" * 2
 TARGET_MS = 0.1

@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.action_channel import Channel
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.controller import DesktopController
-from tests.support.bench_desktop import Changer, bench_desktop
-from tests.support.timing import timed
+from testbed.bench_desktop import Changer, bench_desktop
+from testbed.timing import timed
 
 
 def pct(samples: list[float], q: float) -> float:

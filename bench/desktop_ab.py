@@ -1,6 +1,6 @@
 """The desktop service of another checkout (before) against this one (after), on one display, same run.
 
-Both services run as in production (their own uvicorn process) on the bench desktop (tests/support/
+Both services run as in production (their own uvicorn process) on the bench desktop (testbed/
 bench_desktop.py); every case is measured on both in interleaved rounds (the order flips each round), so the
 load of a shared machine weighs on both alike. Two services poll one display, so every figure is higher
 than bench/desktop.py's; the ratio is what counts.
@@ -23,8 +23,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.bench_desktop import Changer, bench_desktop
-from tests.support.net import free_port, wait_http
+from testbed.bench_desktop import Changer, bench_desktop
+from testbed.net import free_port, wait_http
 
 CLICK = {"action": "click_mouse", "coordinates": {"x": 1500, "y": 900}, "button": "left", "clickCount": 1}
 # an agent's step: act, settle, look (what the click drew is drawn just before it by the case's `between`)

@@ -28,10 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from websockets.sync.client import connect
 
 from deskpilot.scripted import Plan, ScriptedModel
-from tests.integration.tasks.conftest import serve
-from tests.integration.tasks.test_fanout import listening
-from tests.support.fleet import Fleet, fleet
-from tests.support.postgres import PostgresServer
+from testbed.fleet import Fleet, fleet
+from testbed.postgres import PostgresServer
+from testbed.task_service import listening, serve
 
 FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "NEEDS_HELP")
 # a task of two model turns: a short wait on the desktop, then done

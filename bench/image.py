@@ -30,7 +30,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.container import ROOT, Container, build, docker, start_engine
+from testbed import ROOT
+from testbed.container import Container, build, docker, start_engine
 
 TAG = "deskpilot-bench:latest"
 GB = 1e9  # `docker images` counts sizes in powers of ten

@@ -2,7 +2,7 @@
 off, in the same run, interleaved.
 
 Two desktop services drive one display (its own Xvfb with terminals and an editor,
-tests/support/bench_desktop.py): one as the appliance runs it (journal on, its defaults), one with
+testbed/bench_desktop.py): one as the appliance runs it (journal on, its defaults), one with
 ``DESKTOP_JOURNAL=false``. Each round sends every action to both, in alternating order, with a pause after
 the round so the journaling service takes its frames (off the request path) while the run goes on, as it
 would. It prints, per action, the median on, off, and the difference; then what one ``record`` costs in
@@ -28,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from deskpilot.computer.actions import parse_action
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.journal import Journal, outcome_of
-from tests.support.bench_desktop import ROOT, bench_desktop
-from tests.support.net import free_port, wait_http
+from testbed import ROOT
+from testbed.bench_desktop import bench_desktop
+from testbed.net import free_port, wait_http
 
 ACTIONS: dict[str, dict[str, Any]] = {
     "move_mouse": {"action": "move_mouse", "coordinates": {"x": 700, "y": 600}},

@@ -35,8 +35,8 @@ from mcp import Client  # noqa: E402
 from mcp.client.sse import sse_client  # noqa: E402
 from mcp.types import ImageContent, JSONRPCResponse  # noqa: E402
 
-from tests.support.net import free_port, wait_http  # noqa: E402
-from tests.support.xvfb import start_window_manager, start_xvfb  # noqa: E402
+from testbed.net import free_port, wait_http  # noqa: E402
+from testbed.xvfb import start_window_manager, start_xvfb  # noqa: E402
 
 TARGET_RATIO = 1.3
 BASELINE = "POST /computer-use (baseline)"

@@ -41,8 +41,8 @@ from deskpilot.desktop.metrics import DesktopMetrics  # noqa: E402
 from deskpilot.desktop.outcome import Outcome  # noqa: E402
 from deskpilot.security import digest  # noqa: E402
 from deskpilot.tasks.metrics import TaskMetrics  # noqa: E402
-from tests.support.security import VARIABLES  # noqa: E402
-from tests.support.xvfb import start_xvfb  # noqa: E402
+from testbed.security import VARIABLES  # noqa: E402
+from testbed.xvfb import start_xvfb  # noqa: E402
 
 TARGETS = {"desktop": 2.0, "tasks": 1.0}  # percent added to the p50
 SCRAPE_TARGET_MS = 10.0

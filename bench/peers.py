@@ -52,8 +52,8 @@ from websockets.sync.client import connect as ws_connect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.action_channel import Channel
-from tests.support.bench_desktop import BenchDesktop, Changer, bench_desktop
-from tests.support.net import free_port, wait_http
+from testbed.bench_desktop import BenchDesktop, Changer, bench_desktop
+from testbed.net import free_port, wait_http
 
 CONVERT = "/usr/bin/convert" if os.path.exists("/usr/bin/convert") else "convert"
 TEXT = "abcdefghij" * 10

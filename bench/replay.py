@@ -43,8 +43,8 @@ from deskpilot.computer.client import Desktop
 from deskpilot.evaluation import load_suite, run_suite, runner
 from deskpilot.evaluation.suite import EvalTask
 from deskpilot.scripted import Plan, ScriptedModel
-from tests.support.appliance import model_settings
-from tests.support.replay_controls import (
+from testbed.appliance import model_settings
+from testbed.replay_controls import (
     DESKTOP_STEPS,
     DIALOG,
     LINES,

@@ -8,7 +8,7 @@
     body decoded), interleaved in the same run
 
 From a wheel of a clean copy of this repository installed into a fresh venv outside it (as a team installs it,
-tests/support/wheel.py), in the same run:
+testbed/wheel.py), in the same run:
   sandbox start -> ready from the installed package vs from this checkout        target <= the checkout's
   `pytest -n 2` on two tests (a sandbox per worker) vs `pytest` on one of them,   target <= 1.3x
     wall time from an empty folder
@@ -40,8 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import deskpilot
 from deskpilot.client import Sandbox
 from deskpilot.scripted import Plan, ScriptedModel
-from tests.support.appliance import Appliance, model_settings
-from tests.support.wheel import ROOT, TWO_TESTS, build_wheel, fresh_venv, outside_env
+from testbed import ROOT
+from testbed.appliance import Appliance, model_settings
+from testbed.wheel import TWO_TESTS, build_wheel, fresh_venv, outside_env
 
 # a sandbox's start -> ready, printed by the interpreter it runs in
 START = "import deskpilot\nwith deskpilot.sandbox() as box:\n    print(box.ready_seconds)"

@@ -16,8 +16,8 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from tests.support.groups import stop_group  # noqa: E402
-from tests.support.net import free_port, wait_http  # noqa: E402
+from testbed.groups import stop_group  # noqa: E402
+from testbed.net import free_port, wait_http  # noqa: E402
 
 TOKEN = "bench-token-" + "0123456789abcdef" * 2
 CLICK = b'{"action": "click_mouse", "coordinates": {"x": 1900, "y": 1060}, "button": "left", "clickCount": 1}'

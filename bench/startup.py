@@ -34,8 +34,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.appliance import ROOT, Appliance, free_display
-from tests.support.net import free_port
+from testbed import ROOT
+from testbed.appliance import Appliance, free_display
+from testbed.net import free_port
 
 MiB = 1024 * 1024
 

@@ -39,9 +39,9 @@ from deskpilot.tasks.executor import TaskContext  # noqa: E402
 from deskpilot.tasks.models import Task, utcnow  # noqa: E402
 from deskpilot.tasks.store import Store  # noqa: E402
 from deskpilot.tasks.worker import Worker  # noqa: E402
-from tests.support.net import ServerThread, free_port  # noqa: E402
-from tests.support.postgres import PostgresServer  # noqa: E402
-from tests.support.timing import timed  # noqa: E402
+from testbed.net import ServerThread, free_port  # noqa: E402
+from testbed.postgres import PostgresServer  # noqa: E402
+from testbed.timing import timed  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 

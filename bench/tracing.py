@@ -8,7 +8,7 @@ required), two processes each way:
   off              DESKPILOT_METRICS=off, no OTEL_EXPORTER_OTLP_ENDPOINT: no instrumentation at all
   metrics          the default: metrics on, traces off (the SDK not even imported)
   metrics+traces   both on, exporting to an OTLP/HTTP receiver in a process of its own on loopback
-                   (tests/support/otlp.py, which decodes every batch as a collector would)
+                   (testbed/otlp.py, which decodes every batch as a collector would)
 
 Each way's figures pool its two processes: one process differs from another of the same code by about as
 much as is measured (its memory's layout, its database file), and the spread of each pair shows by how much
@@ -44,10 +44,10 @@ import httpx  # noqa: E402
 
 from bench.served import CLICK, SCREENSHOT, TOKEN, Served, interleave  # noqa: E402
 from deskpilot.security import digest  # noqa: E402
-from tests.support.groups import stop_group  # noqa: E402
-from tests.support.net import free_port, wait_http  # noqa: E402
-from tests.support.security import VARIABLES  # noqa: E402
-from tests.support.xvfb import start_xvfb  # noqa: E402
+from testbed.groups import stop_group  # noqa: E402
+from testbed.net import free_port, wait_http  # noqa: E402
+from testbed.security import VARIABLES  # noqa: E402
+from testbed.xvfb import start_xvfb  # noqa: E402
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 TASK = b'{"description": "a task of the tracing bench"}'
@@ -149,7 +149,7 @@ def main() -> None:
     state = tempfile.TemporaryDirectory(prefix="deskpilot-bench-tracing-", dir=shm)
     port = free_port()
     receiver = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.otlp", str(port)], cwd=ROOT, start_new_session=True
+        [sys.executable, "-m", "testbed.otlp", str(port)], cwd=ROOT, start_new_session=True
     )
     endpoint = f"http://127.0.0.1:{port}"
     wait_http(f"{endpoint}/stats")

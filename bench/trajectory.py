@@ -2,7 +2,7 @@
 
 Recording costs the hot path nothing: the agent already keeps every action and the settled frame it got
 back in the task's conversation, and ``GET /tasks/{id}/trajectory`` builds the archive from it when asked.
-So this measures (on its own Xvfb and desktop service, tests/support/bench_desktop.py):
+So this measures (on its own Xvfb and desktop service, testbed/bench_desktop.py):
 
   recording: 100 steps acted on the desktop (moves, each with the settled 1280-wide frame in its answer, as
   the agent asks) and written as a trajectory, against the same steps with no frame asked (the baseline)
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from deskpilot.client.replay import replay
 from deskpilot.computer.client import Desktop
 from deskpilot.tasks.trajectory import TrajectoryWriter
-from tests.support.bench_desktop import Changer, bench_desktop
+from testbed.bench_desktop import Changer, bench_desktop
 
 OBSERVE = {"settle": {"quietMs": 20, "maxMs": 1000}, "screenshot": {"width": 1280}}
 

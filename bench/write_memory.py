@@ -27,9 +27,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.desktop_files import private_files_dir
-from tests.support.desktop_process import desktop_process, peak_rss
-from tests.support.xvfb import Display, start_xvfb
+from testbed.desktop_files import private_files_dir
+from testbed.desktop_process import desktop_process, peak_rss
+from testbed.xvfb import Display, start_xvfb
 
 MiB = 1 << 20
 

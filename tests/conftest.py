@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import security
-from tests.support.xvfb import Display, managed_display
+from testbed import security
+from testbed.xvfb import Display, managed_display
 
 pytest_plugins = ["pytester"]  # the pytest plugin's tests (tests/integration/client/test_plugin.py)
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.appliance import Appliance, agent_secrets
+from testbed.appliance import Appliance, agent_secrets
 
 
 @pytest.fixture(scope="session")

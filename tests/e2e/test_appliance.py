@@ -27,8 +27,9 @@ import pytest
 from PIL import Image
 from playwright.sync_api import Page, sync_playwright
 
-from tests.support.appliance import PROGRAMS, ROOT, Appliance
-from tests.support.browser import launch_chromium
+from testbed import ROOT
+from testbed.appliance import PROGRAMS, Appliance
+from testbed.browser import launch_chromium
 
 pytestmark = pytest.mark.e2e
 

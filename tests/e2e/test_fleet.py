@@ -20,9 +20,9 @@ import pytest
 from websockets.sync.client import connect
 
 from deskpilot.scripted import Plan, ScriptedModel
-from tests.support.appliance import ROOT
-from tests.support.fleet import Fleet, fleet
-from tests.support.postgres import PostgresServer
+from testbed import ROOT
+from testbed.fleet import Fleet, fleet
+from testbed.postgres import PostgresServer
 
 NAMES = ["fleet-a", "fleet-b", "fleet-c"]
 LEASE_S = 3.0

@@ -18,8 +18,8 @@ import httpx
 import psutil
 import pytest
 
-from tests.support.appliance import Appliance
-from tests.support.probes import BIND, HANDS, REACH, RFB, TCP_RFB
+from testbed.appliance import Appliance
+from testbed.probes import BIND, HANDS, REACH, RFB, TCP_RFB
 
 pytestmark = pytest.mark.e2e
 

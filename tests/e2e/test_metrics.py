@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.support.appliance import Appliance
-from tests.support.prometheus import prometheus
+from testbed.appliance import Appliance
+from testbed.prometheus import prometheus
 
 pytestmark = pytest.mark.e2e
 

@@ -18,7 +18,7 @@ import pytest
 from Xlib import display as xdisplay
 from Xlib import error as xerror
 
-from tests.support.appliance import Appliance
+from testbed.appliance import Appliance
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.support.appliance import Appliance
+from testbed.appliance import Appliance
 
 pytestmark = pytest.mark.e2e
 

@@ -25,7 +25,7 @@ from deskpilot.client.compare import clock
 from deskpilot.computer.client import Desktop
 from deskpilot.computer.geometry import SCREEN
 from deskpilot.config import AgentSettings
-from tests.support.appliance import Appliance
+from testbed.appliance import Appliance
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

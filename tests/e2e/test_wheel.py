@@ -17,7 +17,7 @@ import pytest
 
 import deskpilot
 from deskpilot.client.native import free_display, free_port
-from tests.support.wheel import TWO_TESTS, build_wheel, fresh_venv, outside_env
+from testbed.wheel import TWO_TESTS, build_wheel, fresh_venv, outside_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

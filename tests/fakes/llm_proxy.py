@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.groups import stop_group
-from tests.support.net import free_port, wait_http
+from testbed.groups import stop_group
+from testbed.net import free_port, wait_http
 
 
 @dataclass

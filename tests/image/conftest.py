@@ -12,14 +12,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.container import ROOT, EngineUnavailable, build, docker, start_engine
+from testbed import ROOT
+from testbed.container import EngineUnavailable, build, docker, start_engine
 
 _no_engine: list[str] = []
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the engine before any test runs, when image tests are selected. A daemon started later, while
-    an e2e test has made this process a child subreaper (tests/support/appliance.py), would be adopted by it
+    an e2e test has made this process a child subreaper (testbed/appliance.py), would be adopted by it
     and counted among that appliance's leftovers; started now, it is adopted by init."""
     if any(item.get_closest_marker("image") for item in session.items):
         try:

@@ -28,9 +28,10 @@ from PIL import Image
 
 from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.scripted import Answer, Request, ScriptedModel, tool
-from tests.support.appliance import PROGRAMS
-from tests.support.container import HOME, ROOT, RUN_DIR, TOKEN_FILE, Container
-from tests.support.probes import REACH, RFB
+from testbed import ROOT
+from testbed.appliance import PROGRAMS
+from testbed.container import HOME, RUN_DIR, TOKEN_FILE, Container
+from testbed.probes import REACH, RFB
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(1200)]  # the first test waits for a cold build
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.container import VENV, build, docker
+from testbed.container import VENV, build, docker
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(1200)]
 

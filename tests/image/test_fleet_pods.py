@@ -15,10 +15,10 @@ import pytest
 
 from deskpilot.client.container import ImageAppliance, docker
 from deskpilot.scripted import Plan, ScriptedModel
-from tests.support.appliance import model_settings
-from tests.support.helm import helm_env_in, render
-from tests.support.net import free_port
-from tests.support.postgres import PostgresServer
+from testbed.appliance import model_settings
+from testbed.helm import helm_env_in, render
+from testbed.net import free_port
+from testbed.postgres import PostgresServer
 
 pytestmark = [pytest.mark.image, pytest.mark.timeout(1200)]
 

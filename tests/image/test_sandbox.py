@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import deskpilot
-from tests.support.container import docker
+from testbed.container import docker
 
 pytestmark = pytest.mark.image
 

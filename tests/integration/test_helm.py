@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from deskpilot import __version__
-from tests.support.helm import CHART, helm, helm_env_in, notes, render, set_args, validate
+from testbed.helm import CHART, helm, helm_env_in, notes, render, set_args, validate
 
 SCENARIOS: dict[str, list[str]] = {
     "defaults": [],

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.helm import CHART, helm, helm_env_in, render, set_args, validate
+from testbed.helm import CHART, helm, helm_env_in, render, set_args, validate
 
 FLEET = ["desktops.replicas=3", "api.replicas=2", "postgresql.enabled=true", "desktops.labels={gpu,big}"]
 KEDA = [*FLEET, "desktops.autoscaling.enabled=true", "desktops.autoscaling.maxReplicas=8"]

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.support.helm import CHART, helm, helm_env_in, notes, render, set_args, validate
+from testbed.helm import CHART, helm, helm_env_in, notes, render, set_args, validate
 
 METRICS = [f"metrics.{part}.enabled=true" for part in ("serviceMonitor", "dashboard", "rules")]
 FLEET = ["desktops.replicas=3", "postgresql.enabled=true"]

@@ -24,10 +24,10 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from deskpilot.security import digest
-from tests.support.desktop_files import private_files_dir
-from tests.support.net import free_port, wait_http
-from tests.support.security import TOKEN
-from tests.support.xvfb import Display
+from testbed.desktop_files import private_files_dir
+from testbed.net import free_port, wait_http
+from testbed.security import TOKEN
+from testbed.xvfb import Display
 
 ROOT = Path(__file__).resolve().parents[2]
 GUESS = "guessed-token-3b9f0d27c4e1a8"  # in no environment: nothing but the redaction can hide it

@@ -64,7 +64,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "deskpilot.tasks.models",
         *SHARED,
     ),
-    "deskpilot.ui": (*CONTRACTS, "deskpilot.ui", *SHARED),
+    # the UI reads the task service through the typed client
+    "deskpilot.ui": (*CONTRACTS, "deskpilot.ui", "deskpilot.client.agent", "deskpilot.client.calls", *SHARED),
     "deskpilot.cli": ("deskpilot.client", "deskpilot.computer", "deskpilot.evaluation", *LIGHT),
     "deskpilot": ("deskpilot.client",),
 }
@@ -180,3 +181,33 @@ def test_modules_and_functions_stay_small(path: Path) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             length = (node.end_lineno or node.lineno) - node.lineno + 1
             assert length <= MAX_FUNCTION_LINES, f"{node.name} in {path.name} has {length} lines"
+
+
+# Around the package: the benchmarks and the tests stand on the testbed, and nothing stands on the tests.
+REPO = APP.parent
+MAY_NOT_IMPORT = {
+    "deskpilot": ("tests", "testbed", "bench"),
+    "testbed": ("tests", "bench"),
+    "bench": ("tests",),
+}
+
+
+def tops(tree: ast.AST) -> set[str]:
+    """The top-level packages a module imports."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("folder", sorted(MAY_NOT_IMPORT))
+def test_nothing_stands_on_the_tests(folder: str) -> None:
+    bad = {
+        str(path.relative_to(REPO)): sorted(tops(ast.parse(path.read_text())) & set(MAY_NOT_IMPORT[folder]))
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if "node_modules" not in path.parts
+    }
+    assert not {k: v for k, v in bad.items() if v}, f"{folder}/ may not import {MAY_NOT_IMPORT[folder]}"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.appliance import PROGRAMS
+from testbed.appliance import PROGRAMS
 
 ROOT = Path(__file__).resolve().parents[2]
 SKEL = ROOT / "rootfs" / "home" / "user"
@@ -125,7 +125,7 @@ def test_the_services_get_their_own_environment_and_x_clients_wait_for_the_displ
 
 
 def test_the_desktop_service_in_tests_and_benches_has_the_appliances_websocket_settings() -> None:
-    from tests.support.desktop_process import WEBSOCKETS
+    from testbed.desktop_process import WEBSOCKETS
 
     assert " ".join(WEBSOCKETS) in " ".join(supervisord_programs()["desktop-api"]["command"].split())
 

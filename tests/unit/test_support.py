@@ -1,4 +1,4 @@
-from tests.support.xvfb import Display
+from testbed.xvfb import Display
 
 
 def test_private_display_has_a_window_manager(display: Display) -> None:

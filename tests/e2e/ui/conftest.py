@@ -14,11 +14,11 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app as desktop_app
-from tests.support.browser import PageErrors, launch_chromium
-from tests.support.desktop_files import private_files_dir
-from tests.support.net import ServerThread
-from tests.support.vnc import x11vnc
-from tests.support.xvfb import Display, managed_display
+from testbed.browser import PageErrors, launch_chromium
+from testbed.desktop_files import private_files_dir
+from testbed.net import ServerThread
+from testbed.vnc import x11vnc
+from testbed.xvfb import Display, managed_display
 
 
 @pytest.fixture(scope="package")

@@ -7,9 +7,9 @@ from playwright.sync_api import expect
 from deskpilot.config import TaskSettings, UISettings
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.ui.server import create_app
-from tests.support.browser import PageErrors
-from tests.support.firefox import Firefox
-from tests.support.net import ServerThread, free_port
+from testbed.browser import PageErrors
+from testbed.firefox import Firefox
+from testbed.net import ServerThread, free_port
 
 
 def test_task_list_says_the_agent_is_down_and_which_variable_points_at_it(browser) -> None:

@@ -32,8 +32,8 @@ from deskpilot.desktop.api import create_app as desktop_app
 from deskpilot.security import digest
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.ui.server import create_app as ui_app
-from tests.support.firefox import Firefox
-from tests.support.net import ServerThread, free_port
+from testbed.firefox import Firefox
+from testbed.net import ServerThread, free_port
 
 TOKEN = "e2e-cross-origin-token-7d3e91b0c2a4"
 

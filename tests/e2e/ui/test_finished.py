@@ -17,9 +17,9 @@ from deskpilot.taskapi.types import TaskStatus
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.tasks.executor import TaskContext
 from deskpilot.ui.server import create_app as ui_app
-from tests.support.browser import PageErrors
-from tests.support.net import ServerThread, free_port
-from tests.support.timing import wait_until
+from testbed.browser import PageErrors
+from testbed.net import ServerThread, free_port
+from testbed.timing import wait_until
 
 RESULT = {"description": "Saved the report as ~/Documents/report.pdf (3 pages)."}
 

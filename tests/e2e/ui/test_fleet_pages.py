@@ -20,8 +20,8 @@ from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.tasks.desktops import Identity, Registry
 from deskpilot.tasks.store import Store
 from deskpilot.ui.server import create_app as ui_app
-from tests.support.net import ServerThread, free_port
-from tests.support.xvfb import Display
+from testbed.net import ServerThread, free_port
+from testbed.xvfb import Display
 
 NAME = "ui-desk-0"
 

@@ -24,9 +24,9 @@ from playwright.sync_api import Browser, FilePayload, Locator, Page, expect
 from deskpilot.config import UISettings
 from deskpilot.scripted import Answer, Request, ScriptedModel, text, tool
 from deskpilot.ui.server import create_app as ui_app
-from tests.integration.agent.harness import loop_settings, serve_agent
-from tests.support.browser import PageErrors
-from tests.support.net import ServerThread
+from testbed.agent_loop import loop_settings, serve_agent
+from testbed.browser import PageErrors
+from testbed.net import ServerThread
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 

@@ -25,8 +25,8 @@ from deskpilot.config import DesktopSettings, TaskSettings, UISettings
 from deskpilot.desktop.api import create_app as desktop_app
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.ui.server import create_app as ui_app
-from tests.support.net import ServerThread, free_port
-from tests.support.security import TOKEN, security, with_digest, with_token
+from testbed.net import ServerThread, free_port
+from testbed.security import TOKEN, security, with_digest, with_token
 
 # What the attacker frames, by name: each service's docs, noVNC's page (the desktop's and the UI's proxy of
 # it), the UI's pages.

@@ -20,8 +20,8 @@ from deskpilot.desktop.api import create_app as desktop_app
 from deskpilot.security import SESSION_COOKIE, digest
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.ui.server import create_app as ui_app
-from tests.support.net import ServerThread, free_port
-from tests.support.xvfb import Display
+from testbed.net import ServerThread, free_port
+from testbed.xvfb import Display
 
 TOKEN = "e2e-ui-token-4f1c9a7d2b6e8f30"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page
 
-from tests.support.browser import PageErrors
-from tests.support.xvfb import Display
+from testbed.browser import PageErrors
+from testbed.xvfb import Display
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ from playwright.sync_api import FilePayload, Page, expect
 from deskpilot.config import TaskSettings, UISettings
 from deskpilot.tasks.app import create_app as agent_app
 from deskpilot.ui.server import create_app as ui_app
-from tests.support.firefox import Firefox
-from tests.support.net import ServerThread, free_port
-from tests.support.xvfb import Display
+from testbed.firefox import Firefox
+from testbed.net import ServerThread, free_port
+from testbed.xvfb import Display
 
 MAX_FILE = 200_000  # the agent's per-file upload limit in these tests
 

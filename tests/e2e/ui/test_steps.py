@@ -12,8 +12,8 @@ from playwright.sync_api import Page, expect
 from deskpilot.config import UISettings
 from deskpilot.scripted import ScriptedModel, tool
 from deskpilot.ui.server import create_app as ui_app
-from tests.integration.agent.harness import loop_settings, serve_agent
-from tests.support.net import ServerThread
+from testbed.agent_loop import loop_settings, serve_agent
+from testbed.net import ServerThread
 
 
 def ui_settings(agent_url: object, desktop_url: str) -> UISettings:

@@ -10,11 +10,11 @@ import pytest
 
 from deskpilot.config import DesktopSettings
 from deskpilot.scripted import ScriptedModel
+from testbed.agent_loop import Agent, loop_settings, serve_agent
+from testbed.desktop_files import private_files_dir
+from testbed.net import ServerThread
+from testbed.xvfb import Display, managed_display
 from tests.fakes.llm_proxy import LiteLLMProxy, litellm_proxy
-from tests.integration.agent.harness import Agent, loop_settings, serve_agent
-from tests.support.desktop_files import private_files_dir
-from tests.support.net import ServerThread
-from tests.support.xvfb import Display, managed_display
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from deskpilot.scripted import ScriptedModel, tool
-from tests.integration.agent.harness import service_process
+from testbed.agent_loop import service_process
 
 QUICK = 0.5  # seconds: every answer while LiteLLM loads must come well within a second
 KEY = "sk-scripted-0123456789"  # the local server's key (AGENT_OPENAI_BASE_KEY): never in a log line

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from deskpilot.scripted import Answer, Request, ScriptedModel, tool
-from tests.integration.agent.harness import Agent, desktop_action, loop_settings, serve_agent
+from testbed.agent_loop import Agent, desktop_action, loop_settings, serve_agent
+from testbed.atspi import accessibility_bus
+from testbed.desktop_files import private_files_dir
+from testbed.timing import wait_until
+from testbed.xvfb import managed_display
 from tests.integration.desktop.conftest import serve
-from tests.support.atspi import accessibility_bus
-from tests.support.desktop_files import private_files_dir
-from tests.support.timing import wait_until
-from tests.support.xvfb import managed_display
 
 pytestmark = pytest.mark.timeout(240)
 

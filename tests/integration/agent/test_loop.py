@@ -21,8 +21,7 @@ from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.logs import Formatter
 from deskpilot.scripted import Answer, Request, ScriptedModel, fail, text, tool
 from deskpilot.tasks.store import Store
-from tests.fakes.llm_proxy import LiteLLMProxy
-from tests.integration.agent.harness import (
+from testbed.agent_loop import (
     Agent,
     blocks,
     desktop_action,
@@ -30,7 +29,8 @@ from tests.integration.agent.harness import (
     serve_agent,
     unique,
 )
-from tests.support.desktop_files import real_desktop
+from testbed.desktop_files import real_desktop
+from tests.fakes.llm_proxy import LiteLLMProxy
 
 # one tool per POST /computer-use action but accessibility (the agent's elements tool renders its tree)
 COMPUTER_TOOLS = {f"computer_{a}" for a in ACTION_MODELS if a not in HIDDEN_ACTIONS}

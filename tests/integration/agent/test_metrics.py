@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 
 from deskpilot.scripted import ScriptedModel, fail, tool
-from tests.integration.agent.harness import loop_settings, serve_agent
-from tests.support.metrics import scrape, value
+from testbed.agent_loop import loop_settings, serve_agent
+from testbed.metrics import scrape, value
 
 MODEL = "local/scripted"  # what loop_settings routes to: the scripted server as an OpenAI-compatible one
 CALLS = "deskpilot_model_call_duration_seconds_count"

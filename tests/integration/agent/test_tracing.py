@@ -1,6 +1,6 @@
 """Traces across the two services: a task run by the real task service (its worker, the agent loop, the
 scripted model) on a real desktop service, each in a process of its own as the appliance runs them, both
-exporting to an OTLP/HTTP receiver of the test's (tests/support/otlp.py).
+exporting to an OTLP/HTTP receiver of the test's (testbed/otlp.py).
 
 A task's trace: ``task`` → ``step`` (one per model call) → ``model.call`` and ``desktop.action`` → the desktop
 service's ``desktop.perform`` (the same trace, its parent the agent's span, carried by ``traceparent``). No
@@ -24,11 +24,12 @@ import httpx
 
 from deskpilot.scripted import ScriptedModel, tool
 from deskpilot.security import digest
-from tests.integration.agent.harness import ROOT, SETTLED, service_process
-from tests.support.groups import stop_group
-from tests.support.net import free_port, wait_http
-from tests.support.otlp import ReceivedSpan, otlp_receiver
-from tests.support.xvfb import Display
+from testbed import ROOT
+from testbed.agent_loop import SETTLED, service_process
+from testbed.groups import stop_group
+from testbed.net import free_port, wait_http
+from testbed.otlp import ReceivedSpan, otlp_receiver
+from testbed.xvfb import Display
 
 TOKEN = "trace-test-token-" + "5f0c" * 8
 TYPED = f"typed-secret-{uuid.uuid4().hex}"

@@ -19,8 +19,8 @@ from PIL import Image
 
 from deskpilot.cli import main
 from deskpilot.scripted import Answer, Request, ScriptedModel, tool
-from tests.integration.agent.harness import Agent, desktop_action
-from tests.support.xvfb import Display
+from testbed.agent_loop import Agent, desktop_action
+from testbed.xvfb import Display
 
 
 def recorded(agent: Agent, scripted_llm: ScriptedModel, tmp_path: Path) -> Path:

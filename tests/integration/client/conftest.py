@@ -13,7 +13,7 @@ import pytest
 import deskpilot
 from deskpilot.client import Sandbox
 from deskpilot.scripted import ScriptedModel
-from tests.support.appliance import model_settings
+from testbed.appliance import model_settings
 
 PLUGIN = "deskpilot.client.pytest_plugin"
 

@@ -24,7 +24,7 @@ from deskpilot.cli import main
 from deskpilot.client import Sandbox
 from deskpilot.client.replay import replay
 from deskpilot.computer.client import Desktop
-from tests.support.replay_controls import (
+from testbed.replay_controls import (
     DESKTOP_STEPS,
     DIALOG,
     LINES,
@@ -34,7 +34,7 @@ from tests.support.replay_controls import (
     desk,
     terminal,
 )
-from tests.support.replay_controls import record as record_steps
+from testbed.replay_controls import record as record_steps
 
 FRAMES = ["step-1-diff.png", "step-1-recorded.png", "step-1-replayed.png"]
 

@@ -31,11 +31,11 @@ from Xlib.error import ConnectionClosedError, XError
 from deskpilot.config import DesktopSettings, SecuritySettings
 from deskpilot.desktop.api import create_app
 from deskpilot.desktop.controller import DesktopController
-from tests.support.net import ServerThread
-from tests.support.security import security as open_security
-from tests.support.timing import wait_until
-from tests.support.vnc import x11vnc
-from tests.support.xvfb import Display
+from testbed.net import ServerThread
+from testbed.security import security as open_security
+from testbed.timing import wait_until
+from testbed.vnc import x11vnc
+from testbed.xvfb import Display
 
 T = TypeVar("T")
 

@@ -15,9 +15,9 @@ from mcp import Client
 from deskpilot.computer.client import Desktop as DesktopClient
 from deskpilot.desktop import accessibility
 from deskpilot.desktop.atspi import interactive
+from testbed.atspi import accessibility_bus
+from testbed.xvfb import managed_display
 from tests.integration.desktop.conftest import Desktop, serve, stop_process, wait_for
-from tests.support.atspi import accessibility_bus
-from tests.support.xvfb import managed_display
 
 pytestmark = pytest.mark.timeout(300)
 

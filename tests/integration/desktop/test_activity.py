@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from deskpilot.desktop import activity
-from tests.support.timing import wait_until
+from testbed.timing import wait_until
 
 
 @pytest.fixture

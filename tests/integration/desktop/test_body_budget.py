@@ -20,13 +20,13 @@ import pytest
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app
 from deskpilot.desktop.body import SMALL_BODY, BodyBudget
+from testbed.desktop_files import private_files_dir
+from testbed.desktop_process import desktop_process, peak_rss
+from testbed.net import ServerThread
+from testbed.security import security
+from testbed.timing import wait_until
+from testbed.xvfb import Display
 from tests.integration.desktop.conftest import MAX_FILE_BYTES
-from tests.support.desktop_files import private_files_dir
-from tests.support.desktop_process import desktop_process, peak_rss
-from tests.support.net import ServerThread
-from tests.support.security import security
-from tests.support.timing import wait_until
-from tests.support.xvfb import Display
 
 ROOT = Path(__file__).resolve().parents[3]
 MiB = 1 << 20

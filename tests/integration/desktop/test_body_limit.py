@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from deskpilot.desktop.files import max_request_bytes
+from testbed.desktop_process import desktop_process, peak_rss
+from testbed.net import send_head
+from testbed.xvfb import Display
 from tests.integration.desktop.conftest import MAX_FILE_BYTES, Desktop
-from tests.support.desktop_process import desktop_process, peak_rss
-from tests.support.net import send_head
-from tests.support.xvfb import Display
 
 ROOT = Path(__file__).resolve().parents[3]
 MiB = 1 << 20

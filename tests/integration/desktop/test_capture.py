@@ -17,8 +17,8 @@ import pytest
 from Xlib import X
 from Xlib import display as xdisplay
 
+from testbed.xvfb import start_xvfb
 from tests.integration.desktop.conftest import Desktop, serve
-from tests.support.xvfb import start_xvfb
 
 WIDTH, HEIGHT = 1920, 1080
 

@@ -24,11 +24,11 @@ from Xlib import X
 
 from deskpilot.computer.client import AsyncDesktop, Desktop
 from deskpilot.desktop.channel import MAX_MESSAGE
+from testbed.desktop_process import desktop_process
+from testbed.timing import wait_until
+from testbed.xvfb import Display
 from tests.integration.desktop.conftest import Desktop as Served
 from tests.integration.desktop.conftest import serve
-from tests.support.desktop_process import desktop_process
-from tests.support.timing import wait_until
-from tests.support.xvfb import Display
 
 VOLATILE = ("settledMs",)  # how long a settle waited: a measurement, not an answer
 

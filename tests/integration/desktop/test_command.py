@@ -9,8 +9,8 @@ import time
 import pytest
 
 from deskpilot.desktop.command import MAX_OUTPUT
+from testbed.desktop_files import DESKTOP_USER
 from tests.integration.desktop.conftest import Desktop
-from tests.support.desktop_files import DESKTOP_USER
 
 
 def run(desktop: Desktop, body: object) -> tuple[int, dict]:

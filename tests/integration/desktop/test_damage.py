@@ -15,7 +15,7 @@ from deskpilot.desktop import capture
 from deskpilot.desktop.capture import Capturer
 from deskpilot.desktop.resample import redo_rows
 from deskpilot.desktop.xserver import Requirements
-from tests.support.xvfb import Display, start_xvfb
+from testbed.xvfb import Display, start_xvfb
 
 REQUIRED = Requirements(SCREEN.width, SCREEN.height, 24, None)
 

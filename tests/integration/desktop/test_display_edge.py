@@ -20,8 +20,8 @@ from deskpilot.desktop.connections import requirements
 from deskpilot.desktop.watchdog import bounded
 from deskpilot.desktop.x11 import XConnection
 from deskpilot.errors import ActionTimedOut
+from testbed.xvfb import Display, start_xvfb
 from tests.integration.desktop.conftest import Desktop, serve
-from tests.support.xvfb import Display, start_xvfb
 
 DISPLAY_ACTIONS: list[dict[str, Any]] = [
     {"action": "move_mouse", "coordinates": {"x": 10, "y": 10}},

@@ -22,10 +22,10 @@ from schemathesis.generation import GenerationMode
 
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app
-from tests.support.atspi import accessibility_bus
-from tests.support.net import ServerThread
-from tests.support.security import BEARER, with_digest
-from tests.support.xvfb import start_window_manager, start_xvfb
+from testbed.atspi import accessibility_bus
+from testbed.net import ServerThread
+from testbed.security import BEARER, with_digest
+from testbed.xvfb import start_window_manager, start_xvfb
 
 
 def _clamp(body: object, files_dir: Path) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from deskpilot import __version__
+from testbed.xvfb import start_xvfb
 from tests.integration.desktop.conftest import Desktop, serve, wait_for
-from tests.support.xvfb import start_xvfb
 
 
 def test_health_lists_each_probe_and_the_capture_path(desktop: Desktop) -> None:

@@ -20,10 +20,10 @@ from websockets.typing import Subprotocol
 
 from deskpilot.computer.actions import parse_action
 from deskpilot.computer.client import AsyncDesktop
+from testbed.timing import wait_until
+from testbed.xvfb import Display
 from tests.integration.desktop.conftest import Desktop, serve
 from tests.integration.desktop.test_vnc_bridge import RawRFB
-from tests.support.timing import wait_until
-from tests.support.xvfb import Display
 
 CTRL, L = 0xFFE3, 0x6C
 

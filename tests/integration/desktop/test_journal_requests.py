@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from testbed.desktop_files import private_files_dir
+from testbed.xvfb import Display, managed_display
 from tests.integration.desktop.conftest import Desktop, serve
-from tests.support.desktop_files import private_files_dir
-from tests.support.xvfb import Display, managed_display
 
 AGENT = {"X-Deskpilot-Actor": "agent", "X-Deskpilot-Task": "task-42"}
 

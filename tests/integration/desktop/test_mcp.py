@@ -30,9 +30,9 @@ from deskpilot.config import DesktopSettings
 from deskpilot.desktop import mcp_fastpath
 from deskpilot.desktop.api import create_app
 from deskpilot.desktop.files import max_request_bytes
-from tests.support.net import ServerThread, send_head
-from tests.support.security import security
-from tests.support.xvfb import Display
+from testbed.net import ServerThread, send_head
+from testbed.security import security
+from testbed.xvfb import Display
 
 pytestmark = pytest.mark.anyio
 

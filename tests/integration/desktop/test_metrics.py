@@ -15,11 +15,11 @@ from deskpilot.config import DesktopSettings, MetricsSettings
 from deskpilot.desktop.api import create_app
 from deskpilot.desktop.controller import DesktopController
 from deskpilot.desktop.outcome import Outcome
+from testbed.metrics import families, label_values, scrape, value
+from testbed.net import ServerThread
+from testbed.security import BEARER, security, with_digest
+from testbed.xvfb import Display, start_xvfb
 from tests.integration.desktop.conftest import Desktop, serve
-from tests.support.metrics import families, label_values, scrape, value
-from tests.support.net import ServerThread
-from tests.support.security import BEARER, security, with_digest
-from tests.support.xvfb import Display, start_xvfb
 
 CLICK = {"action": "click_mouse", "coordinates": {"x": 1900, "y": 1060}, "button": "left", "clickCount": 1}
 FAMILIES = {

@@ -19,10 +19,10 @@ import pytest
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.home import HOME_DIRS
 from deskpilot.desktop.reset import X_TIMEOUT_S, default_skeleton
+from testbed.desktop_files import private_files_dir
+from testbed.security import BEARER, with_digest
+from testbed.xvfb import Display, managed_display
 from tests.integration.desktop.conftest import PROBE, Desktop, XReader, serve
-from tests.support.desktop_files import private_files_dir
-from tests.support.security import BEARER, with_digest
-from tests.support.xvfb import Display, managed_display
 
 SKELETON = default_skeleton()
 

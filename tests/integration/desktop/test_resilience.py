@@ -10,9 +10,9 @@ import httpx
 
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app
+from testbed.net import ServerThread
+from testbed.xvfb import start_xvfb
 from tests.integration.desktop.conftest import stop_process, wait_for
-from tests.support.net import ServerThread
-from tests.support.xvfb import start_xvfb
 
 
 def test_display_loss_answers_503_then_reconnects_without_a_restart() -> None:

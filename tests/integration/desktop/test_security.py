@@ -27,10 +27,10 @@ from websockets.typing import Subprotocol
 from deskpilot import __version__
 from deskpilot.computer.actions import ACTION_MODELS
 from deskpilot.security import digest
+from testbed.net import free_port
+from testbed.security import BEARER, TOKEN, with_digest, with_token
+from testbed.xvfb import Display
 from tests.integration.desktop.conftest import Desktop, serve
-from tests.support.net import free_port
-from tests.support.security import BEARER, TOKEN, with_digest, with_token
-from tests.support.xvfb import Display
 
 ATTACKER = "attacker.example"
 DASHBOARD = "https://dash.example"

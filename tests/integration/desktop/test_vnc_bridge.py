@@ -22,10 +22,10 @@ from Xlib import XK
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop import vnc
 from deskpilot.desktop.api import create_app
+from testbed.net import ServerThread, free_port
+from testbed.timing import wait_until
+from testbed.xvfb import Display
 from tests.integration.desktop.conftest import XReader
-from tests.support.net import ServerThread, free_port
-from tests.support.timing import wait_until
-from tests.support.xvfb import Display
 
 FRAME_HEADERS = {"x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'"}
 

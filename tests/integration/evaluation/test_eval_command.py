@@ -17,8 +17,8 @@ from playwright.sync_api import expect, sync_playwright
 
 from deskpilot.cli import main
 from deskpilot.scripted import Plan, ScriptedModel
-from tests.support.appliance import model_settings
-from tests.support.browser import PageErrors, launch_chromium
+from testbed.appliance import model_settings
+from testbed.browser import PageErrors, launch_chromium
 
 SMOKE = Path(__file__).resolve().parents[3] / "evals" / "smoke"
 SAID = "I open a terminal first, then make the folder."

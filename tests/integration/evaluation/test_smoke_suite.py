@@ -20,7 +20,7 @@ from deskpilot.client.native import free_port
 from deskpilot.evaluation import SuiteResult, load_suite, run_suite
 from deskpilot.evaluation.report import markdown
 from deskpilot.scripted import Plan, ScriptedModel
-from tests.support.appliance import model_settings
+from testbed.appliance import model_settings
 
 SMOKE = Path(__file__).resolve().parents[3] / "evals" / "smoke"
 

@@ -11,7 +11,7 @@ import pytest
 from deskpilot import __version__
 from deskpilot.tasks.executor import UnavailableExecutor
 from deskpilot.tasks.leases import Leases
-from tests.integration.tasks.conftest import NO_DESKTOP_FILES_DIR, serve, with_store
+from testbed.task_service import NO_DESKTOP_FILES_DIR, serve, with_store
 
 ERROR_KEYS = {"statusCode", "message", "error"}
 TASK_KEYS = {

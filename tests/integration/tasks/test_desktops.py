@@ -14,7 +14,7 @@ from deskpilot.tasks.desktops import Identity, Registry
 from deskpilot.tasks.leases import Leases
 from deskpilot.tasks.store import Store
 from deskpilot.tasks.uploads import NewFile
-from tests.integration.tasks.conftest import run, serve, with_store
+from testbed.task_service import run, serve, with_store
 
 A = Identity("desk-a", (), "http://desk-a.fleet:9990")
 B = Identity("desk-b", ("gpu",), "http://desk-b.fleet:9990")

@@ -26,8 +26,8 @@ import pytest
 
 from deskpilot.tasks.storage import MESSAGE, out_of_space
 from deskpilot.tasks.store import Store
-from tests.integration.tasks.conftest import serve, with_store
-from tests.support.postgres import PostgresServer
+from testbed.postgres import PostgresServer
+from testbed.task_service import serve, with_store
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 

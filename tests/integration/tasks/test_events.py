@@ -8,7 +8,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.integration.tasks.conftest import TaskApi, serve
+from testbed.task_service import TaskApi, serve
 from tests.integration.tasks.executors import ScriptedExecutor
 
 

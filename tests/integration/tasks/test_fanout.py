@@ -9,8 +9,8 @@ import time
 import pytest
 from websockets.sync.client import connect
 
-from tests.integration.tasks.conftest import serve
-from tests.support.postgres import PostgresServer
+from testbed.postgres import PostgresServer
+from testbed.task_service import listening, serve
 
 
 def frames(ws, n: int, timeout: float = 10) -> list[dict]:
@@ -28,13 +28,6 @@ def quiet(ws, seconds: float = 0.5) -> list[dict]:
         while True:
             extra.append(json.loads(ws.recv(timeout=seconds)))
     return extra
-
-
-def listening(client) -> None:
-    deadline = time.monotonic() + 10
-    while not client.app.state.fanout.listening.is_set():
-        assert time.monotonic() < deadline, "the fan-out never listened"
-        time.sleep(0.02)
 
 
 @pytest.mark.postgres

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from tests.integration.tasks.conftest import serve
-from tests.support.helm import helm_env_in, render
-from tests.support.postgres import PostgresServer
+from testbed.helm import helm_env_in, render
+from testbed.postgres import PostgresServer
+from testbed.task_service import serve
 
 pytestmark = pytest.mark.postgres
 

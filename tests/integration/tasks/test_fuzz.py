@@ -12,9 +12,9 @@ from schemathesis.checks import negative_data_rejection, positive_data_acceptanc
 
 from deskpilot.config import TaskSettings
 from deskpilot.tasks.app import create_app
-from tests.integration.tasks.conftest import settings_for
-from tests.support.net import ServerThread
-from tests.support.security import BEARER, security, with_token
+from testbed.net import ServerThread
+from testbed.security import BEARER, security, with_token
+from testbed.task_service import settings_for
 
 # The schema is the app's own document (building it needs no database); requests go to a live server.
 # (schemathesis.pytest.from_fixture would fetch it from the server, but breaks on pytest 9.)

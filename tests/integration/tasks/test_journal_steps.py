@@ -18,9 +18,9 @@ from deskpilot.tasks.journal_steps import journal_steps, run_window, task_journa
 from deskpilot.tasks.models import Task
 from deskpilot.tasks.schemas import iso
 from deskpilot.tasks.trajectory import trajectory
+from testbed.timing import wait_until
+from testbed.xvfb import Display
 from tests.integration.desktop.conftest import serve
-from tests.support.timing import wait_until
-from tests.support.xvfb import Display
 
 
 def test_others_steps_come_from_the_journal_and_interleave_with_the_agents(

@@ -13,9 +13,9 @@ import pytest
 
 from deskpilot.tasks.leases import Leases
 from deskpilot.tasks.store import Store
-from tests.integration.tasks.conftest import serve
+from testbed.task_service import serve
+from testbed.timing import wait_until
 from tests.integration.tasks.executors import ScriptedExecutor
-from tests.support.timing import wait_until
 
 
 def lines(caplog: pytest.LogCaptureFixture, task_id: str) -> list[dict[str, Any]]:

@@ -15,11 +15,11 @@ from deskpilot.metrics import MAX_FREE_VALUES
 from deskpilot.taskapi.types import DesktopState, TaskStatus
 from deskpilot.tasks.app import create_app
 from deskpilot.tasks.executor import TaskContext
-from tests.integration.tasks.conftest import serve, settings_for
-from tests.support.metrics import families, label_values, scrape, value
-from tests.support.net import ServerThread
-from tests.support.security import BEARER, TOKEN, security, with_token
-from tests.support.timing import wait_until
+from testbed.metrics import families, label_values, scrape, value
+from testbed.net import ServerThread
+from testbed.security import BEARER, TOKEN, security, with_token
+from testbed.task_service import serve, settings_for
+from testbed.timing import wait_until
 
 FAMILIES = {
     "deskpilot_tasks": "gauge",

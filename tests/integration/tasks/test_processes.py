@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from deskpilot.tasks.store import Store
-from tests.integration.tasks.conftest import run, with_store
-from tests.support.timing import wait_until
+from testbed.task_service import run, with_store
+from testbed.timing import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 

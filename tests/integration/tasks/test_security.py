@@ -20,13 +20,13 @@ from deskpilot import __version__
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.api import create_app as create_desktop_app
 from deskpilot.tasks.desktops import Identity, Registry
-from tests.integration.tasks.conftest import serve, with_store
+from testbed.desktop_files import private_files_dir
+from testbed.net import ServerThread
+from testbed.security import BEARER, TOKEN, with_digest, with_token
+from testbed.task_service import serve, with_store
+from testbed.timing import wait_until
+from testbed.xvfb import Display
 from tests.integration.tasks.test_upload_desktop import ReadBack
-from tests.support.desktop_files import private_files_dir
-from tests.support.net import ServerThread
-from tests.support.security import BEARER, TOKEN, with_digest, with_token
-from tests.support.timing import wait_until
-from tests.support.xvfb import Display
 
 ATTACKER = "attacker.example"
 DASHBOARD = "https://dash.example"

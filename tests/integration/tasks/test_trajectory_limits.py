@@ -18,7 +18,7 @@ from deskpilot.taskapi.types import Role
 from deskpilot.tasks.models import Task, utcnow
 from deskpilot.tasks.retention import DROPPED, drop_expired_frames
 from deskpilot.tasks.store import Store
-from tests.integration.tasks.conftest import serve, with_store
+from testbed.task_service import serve, with_store
 
 
 def png(colour: tuple[int, int, int]) -> bytes:

@@ -12,11 +12,11 @@ import pytest
 from deskpilot.config import DesktopSettings
 from deskpilot.taskapi.types import TaskStatus
 from deskpilot.tasks.executor import TaskContext
-from tests.integration.tasks.conftest import serve
-from tests.support.desktop_files import private_files_dir, real_desktop
-from tests.support.net import ServerThread
-from tests.support.timing import wait_until
-from tests.support.xvfb import Display
+from testbed.desktop_files import private_files_dir, real_desktop
+from testbed.net import ServerThread
+from testbed.task_service import serve
+from testbed.timing import wait_until
+from testbed.xvfb import Display
 
 
 class ReadBack:

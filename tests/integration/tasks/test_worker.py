@@ -11,9 +11,9 @@ import pytest
 
 from deskpilot.config import MODEL_VARIABLES, TaskSettings, no_model_message
 from deskpilot.tasks.executor import UNAVAILABLE, load_executor
-from tests.integration.tasks.conftest import serve
+from testbed.task_service import serve
+from testbed.timing import wait_until
 from tests.integration.tasks.executors import ScriptedExecutor
-from tests.support.timing import wait_until
 
 
 def status(api: httpx.Client, task_id: str) -> str:

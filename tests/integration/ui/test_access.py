@@ -1,7 +1,7 @@
 """Who may use the UI when a token is configured: the login page, the session cookie, the guard's refusals,
 and what the proxy sends upstream in the browser's name (the token, never the browser's cookie).
 
-Two recording upstreams (tests/support/recorder.py) stand for the agent and the desktop, so what reached
+Two recording upstreams (testbed/recorder.py) stand for the agent and the desktop, so what reached
 them is read back exactly.
 """
 
@@ -26,8 +26,8 @@ from deskpilot.security import SESSION_COOKIE
 from deskpilot.ui.login import safe_next
 from deskpilot.ui.server import create_app
 from deskpilot.ui.sessions import Sessions
-from tests.support.net import ServerThread
-from tests.support.recorder import Recorder
+from testbed.net import ServerThread
+from testbed.recorder import Recorder
 
 TOKEN = "ui-test-token-0123456789abcdef"
 FRAME_HEADERS = {"x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'"}

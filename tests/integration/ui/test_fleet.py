@@ -20,8 +20,8 @@ from deskpilot.config import UISettings
 from deskpilot.tasks.desktops import Identity, Registry
 from deskpilot.tasks.store import Store
 from deskpilot.ui.server import create_app
-from tests.integration.tasks.conftest import serve
-from tests.support.net import ServerThread
+from testbed.net import ServerThread
+from testbed.task_service import serve
 
 
 def desktop_app(name: str) -> FastAPI:

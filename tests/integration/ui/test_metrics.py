@@ -12,10 +12,10 @@ import pytest
 
 from deskpilot.config import MetricsSettings, SecuritySettings, UISettings
 from deskpilot.ui.server import create_app
-from tests.integration.tasks.conftest import serve
-from tests.support.metrics import families, label_values, scrape, value
-from tests.support.net import ServerThread
-from tests.support.security import BEARER, TOKEN
+from testbed.metrics import families, label_values, scrape, value
+from testbed.net import ServerThread
+from testbed.security import BEARER, TOKEN
+from testbed.task_service import serve
 
 REQUESTS = "deskpilot_http_requests_total"
 

@@ -20,7 +20,7 @@ from websockets.typing import Subprotocol
 
 from deskpilot.config import UISettings
 from deskpilot.ui.server import create_app
-from tests.support.net import ServerThread, free_port
+from testbed.net import ServerThread, free_port
 
 
 def echo_app() -> FastAPI:

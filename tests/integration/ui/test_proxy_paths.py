@@ -1,6 +1,6 @@
 """The proxy forwards only paths that name one resource, and of the desktop only its live view.
 
-Behind the UI, two recording upstreams (tests/support/recorder.py) stand for the agent and the desktop: a
+Behind the UI, two recording upstreams (testbed/recorder.py) stand for the agent and the desktop: a
 refused path must answer 404 and reach neither. Requests go out through http.client, which sends a path
 byte for byte (an HTTP library would normalise the dot segments away before the proxy ever saw them).
 """
@@ -19,8 +19,8 @@ from websockets.exceptions import InvalidStatus
 
 from deskpilot.config import UISettings
 from deskpilot.ui.server import create_app
-from tests.support.net import ServerThread
-from tests.support.recorder import Recorder
+from testbed.net import ServerThread
+from testbed.recorder import Recorder
 
 WRITE_FILE = json.dumps({"action": "write_file", "path": "/tmp/pwned", "data": "eA=="})
 

@@ -26,7 +26,7 @@ from deskpilot.config import SecuritySettings, UISettings
 from deskpilot.security import SESSION_COOKIE
 from deskpilot.ui.server import create_app
 from deskpilot.ui.sessions import ENDED_CODE
-from tests.support.net import ServerThread
+from testbed.net import ServerThread
 
 TOKEN = "ui-session-token-0123456789abcdef"
 PAGE = {"Accept": "text/html,application/xhtml+xml"}

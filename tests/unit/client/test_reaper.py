@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from deskpilot.client import processes
-from tests.support.timing import wait_until
+from testbed.timing import wait_until
 
 
 def reap(tmp_path: Path, script: str) -> tuple[int, list[str]]:

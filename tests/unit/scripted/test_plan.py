@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from deskpilot.scripted import Plan, PlanError, Request, ScriptedModel
-from tests.support.net import free_port, wait_http
+from testbed.net import free_port, wait_http
 
 PLAN = """
 model: demo

@@ -1,4 +1,4 @@
-"""The agent service with its real worker and the agent loop, on real HTTP, against the real desktop
+"""The task service with its real worker and the agent loop, on real HTTP, against the real desktop
 service and the scripted LLM."""
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ import httpx
 from deskpilot.agent.executor import AgentExecutor
 from deskpilot.config import MODEL_VARIABLES, PROVIDERS, AgentSettings, TaskSettings
 from deskpilot.tasks.app import create_app
-from tests.support.groups import stop_group
-from tests.support.net import ServerThread, free_port, wait_http
-
-ROOT = Path(__file__).resolve().parents[3]
+from testbed import ROOT
+from testbed.groups import stop_group
+from testbed.net import ServerThread, free_port, wait_http
 
 # Statuses a run ends in.
 SETTLED = {"NEEDS_HELP", "NEEDS_REVIEW", "COMPLETED", "FAILED", "CANCELLED"}

@@ -12,7 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from testbed import ROOT
+
 # what the venv's users must reach for the appliance's services to run as themselves, not as root
 OPEN = 0o755
 # a project's two tests on the plugin's fixtures; each writes which worker ran it, on which sandbox, and where

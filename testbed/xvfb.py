@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from deskpilot.client.native import free_displays
+from testbed import ROOT
 
 # The appliance's Xfce settings (scripts/appliance.sh installs them into the desktop user's home at start)
-ROOTFS_CONFIG = Path(__file__).resolve().parents[2] / "rootfs" / "home" / "user" / ".config"
+ROOTFS_CONFIG = ROOT / "rootfs" / "home" / "user" / ".config"
 
 
 @dataclass

@@ -27,6 +27,7 @@ from deskpilot.client.container import (
     docker,
     start_engine,
 )
+from testbed import ROOT
 
 __all__ = [
     "HOST_DISPLAYS",
@@ -39,7 +40,6 @@ __all__ = [
     "start_engine",
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
 # Where the README mounts its volumes
 HOME = "/home/user"
 STATE = "/var/lib/deskpilot"

@@ -3,7 +3,7 @@
 ``POST /v1/traces`` with an ``ExportTraceServiceRequest`` in protobuf (gzip or not), decoded with
 ``opentelemetry-proto`` (a dependency of the exporter); every other request is a 404. The spans are kept,
 flattened, with their service's name, for the tests (tests/integration/agent/test_tracing.py);
-``GET /stats`` counts them. ``python -m tests.support.otlp PORT`` serves one in a process of its own
+``GET /stats`` counts them. ``python -m testbed.otlp PORT`` serves one in a process of its own
 (bench/tracing.py: parsing what the services export does not take the measuring process's time).
 """
 
@@ -26,7 +26,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from tests.support.net import free_port
+from testbed.net import free_port
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.timing import wait_until
-from tests.support.xvfb import Display
+from testbed.timing import wait_until
+from testbed.xvfb import Display
 
 
 def _as_user(user: str | None) -> dict[str, object]:

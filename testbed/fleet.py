@@ -22,8 +22,9 @@ import httpx
 import psutil
 
 from deskpilot.scripted import ScriptedModel
-from tests.support.appliance import ROOT, Appliance, model_settings
-from tests.support.net import free_port
+from testbed import ROOT
+from testbed.appliance import Appliance, model_settings
+from testbed.net import free_port
 
 
 @dataclass

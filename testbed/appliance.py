@@ -21,10 +21,10 @@ import psutil
 from deskpilot.client.native import NativeAppliance, free_display
 from deskpilot.config import PROVIDERS
 from deskpilot.scripted import ScriptedModel
+from testbed import ROOT
 
 __all__ = ["PROGRAMS", "ROOT", "Appliance", "agent_secrets", "free_display", "model_settings"]
 
-ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = (
     "dbus",
     "at-spi",

@@ -19,7 +19,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from testbed import ROOT
+
 CHART = ROOT / "helm" / "deskpilot"
 HELM = ROOT / ".venv" / "bin" / "helm"
 KUBERNETES = "1.30"  # the oldest Kubernetes the chart is checked against; newer ones accept it too

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.groups import stop_group
-from tests.support.net import free_port, wait_http
-from tests.support.xvfb import Display
+from testbed import ROOT
+from testbed.groups import stop_group
+from testbed.net import free_port, wait_http
+from testbed.xvfb import Display
 
-ROOT = Path(__file__).resolve().parents[2]
 # what supervisord.conf gives the desktop service's uvicorn for its WebSockets
 WEBSOCKETS = ["--ws-per-message-deflate", "false", "--ws-max-size", "4194304", "--ws-max-queue", "8"]
 

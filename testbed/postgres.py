@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from tests.support.net import free_port
+from testbed.net import free_port
 
 _counter = itertools.count(1)
 

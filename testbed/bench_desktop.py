@@ -10,15 +10,13 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from Xlib import display as xdisplay
 
-from tests.support.desktop_process import WEBSOCKETS
-from tests.support.net import free_port, wait_http
-from tests.support.xvfb import Display, start_window_manager, start_xvfb
-
-ROOT = Path(__file__).resolve().parents[2]
+from testbed import ROOT
+from testbed.desktop_process import WEBSOCKETS
+from testbed.net import free_port, wait_http
+from testbed.xvfb import Display, start_window_manager, start_xvfb
 
 
 @dataclass

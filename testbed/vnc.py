@@ -8,8 +8,8 @@ import subprocess
 import time
 from collections.abc import Iterator
 
-from tests.support.net import free_port
-from tests.support.xvfb import Display
+from testbed.net import free_port
+from testbed.xvfb import Display
 
 
 def start_x11vnc(display: Display, timeout: float = 10) -> tuple[subprocess.Popen, int]:

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 import httpx
 import yaml
 
-from tests.support.groups import stop_group
-from tests.support.net import free_port, wait_http
+from testbed.groups import stop_group
+from testbed.net import free_port, wait_http
 
 
 @dataclass

@@ -1,1 +1,0 @@
-"""Real components for the tests: an Xvfb display, free ports, servers on loopback."""
