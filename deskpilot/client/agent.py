@@ -31,7 +31,8 @@ Until = Collection[TaskStatus | str]
 
 
 def unreachable(call: Call[Any], base_url: str, exc: Exception) -> TaskClientError:
-    return TaskClientError(f"{call.what}: task service at {base_url} unreachable: {exc!r}")
+    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return TaskClientError(f"{call.what}: the task service at {base_url} is not reachable ({reason})")
 
 
 class _TaskClient:
@@ -100,14 +101,18 @@ def awaiting(
 class Agent(_Blocking):
     """The task service at ``url`` (``http://127.0.0.1:9991``), blocking."""
 
-    def __init__(self, url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT
+    ) -> None:
         super().__init__(url, token)
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
 
     create = blocking(calls.create)
     get = blocking(calls.get)
     tasks = blocking(calls.tasks)
+    page = blocking(calls.page)
     messages = blocking(calls.messages)
+    messages_from = blocking(calls.messages_from)
     reply = blocking(calls.reply)
     take_over = blocking(calls.take_over)
     hand_back = blocking(calls.hand_back)
@@ -117,6 +122,8 @@ class Agent(_Blocking):
     clear = blocking(calls.clear)
     models = blocking(calls.models)
     trajectory = blocking(calls.trajectory)
+    archive = blocking(calls.archive)
+    desktops = blocking(calls.desktops)
     health = blocking(calls.health)
 
     def wait(self, task_id: str, *, timeout: float | None = None, until: Until = STOPPED) -> TaskOut:
@@ -150,14 +157,18 @@ class Agent(_Blocking):
 class AsyncAgent(_Awaiting):
     """The task service at ``url`` (``http://127.0.0.1:9991``), from asyncio code."""
 
-    def __init__(self, url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT
+    ) -> None:
         super().__init__(url, token)
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout)
 
     create = awaiting(calls.create)
     get = awaiting(calls.get)
     tasks = awaiting(calls.tasks)
+    page = awaiting(calls.page)
     messages = awaiting(calls.messages)
+    messages_from = awaiting(calls.messages_from)
     reply = awaiting(calls.reply)
     take_over = awaiting(calls.take_over)
     hand_back = awaiting(calls.hand_back)
@@ -167,6 +178,8 @@ class AsyncAgent(_Awaiting):
     clear = awaiting(calls.clear)
     models = awaiting(calls.models)
     trajectory = awaiting(calls.trajectory)
+    archive = awaiting(calls.archive)
+    desktops = awaiting(calls.desktops)
     health = awaiting(calls.health)
 
     # Agent.wait's signature; an outer asyncio.timeout would raise a bare TimeoutError, without the status

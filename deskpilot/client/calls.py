@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -17,7 +18,16 @@ import pybase64
 from pydantic import TypeAdapter
 
 from deskpilot.errors import ClientError, error_detail
-from deskpilot.taskapi.types import MessageOut, ModelOut, TaskDetail, TaskOut, TaskPriority, TaskStatus
+from deskpilot.taskapi.types import (
+    DesktopOut,
+    MessageOut,
+    ModelOut,
+    TaskDetail,
+    TaskOut,
+    TaskPage,
+    TaskPriority,
+    TaskStatus,
+)
 
 T = TypeVar("T")
 
@@ -49,7 +59,7 @@ class Call(Generic[T]):
     read: Callable[[Any], T]
     body: Any = None
     params: dict[str, Any] = field(default_factory=dict)
-    raw: bool = False  # ``read`` takes the answer's bytes (an archive), not its JSON
+    raw: bool = False  # ``read`` takes the answer itself (an archive, a header), not its JSON
 
     @property
     def what(self) -> str:
@@ -59,17 +69,21 @@ class Call(Generic[T]):
         return None if self.body is None else orjson.dumps(self.body)
 
     def answer(self, response: httpx.Response) -> T:
-        """The answer read, or TaskClientError with its status and the service's message."""
-        if self.raw and response.status_code < 400:
-            return self.read(response.content)
+        """The answer read, or TaskClientError with its status and the service's message (502 for an
+        answer that is not what the task API answers)."""
         try:
-            body = orjson.loads(response.content) if response.content else None
+            json = response.content and (not self.raw or response.status_code >= 400)
+            body = orjson.loads(response.content) if json else None
         except orjson.JSONDecodeError:
             body = None
         if response.status_code >= 400:
             status, detail = response.status_code, error_detail(body) or response.text[:200]
             raise TaskClientError(f"{self.what} failed ({status}): {detail}", status, detail)
-        return self.read(body)
+        try:
+            return self.read(response if self.raw else body)
+        except ValueError as exc:  # pydantic's ValidationError is one
+            detail = f"the task service's answer could not be read: {str(exc)[:300]}"
+            raise TaskClientError(f"{self.what}: {detail}", 502, detail) from exc
 
 
 Operation = Generator[Call[Any], Any, T]
@@ -84,6 +98,12 @@ def one(call: Call[T]) -> Operation[T]:
 _TASKS = TypeAdapter(list[TaskOut])
 _MESSAGES = TypeAdapter(list[MessageOut])
 _MODELS = TypeAdapter(list[ModelOut])
+_DESKTOPS = TypeAdapter(list[DesktopOut])
+
+
+def _at(task_id: str, rest: str = "") -> str:
+    """The task's path: its id quoted, so that no id can name another resource."""
+    return f"/tasks/{quote(task_id, safe='')}{rest}"
 
 
 def _task(body: Any) -> TaskOut:
@@ -126,44 +146,66 @@ def create(
 
 def get(task_id: str) -> Operation[TaskDetail]:
     """The task with its messages and files."""
-    return (yield from one(Call("GET", f"/tasks/{task_id}", TaskDetail.model_validate)))
+    return (yield from one(Call("GET", _at(task_id), TaskDetail.model_validate)))
 
 
 def tasks(
     status: TaskStatus | str | Sequence[TaskStatus | str] | None = None, *, limit: int = 100, offset: int = 0
 ) -> Operation[list[TaskOut]]:
     """Tasks newest first, of one status or several."""
+    return (yield from page(status, limit=limit, offset=offset)).tasks
+
+
+def page(
+    status: TaskStatus | str | Sequence[TaskStatus | str] | None = None, *, limit: int = 100, offset: int = 0
+) -> Operation[TaskPage]:
+    """``tasks``, with how many the filter holds in all (a list's pages)."""
     params: dict[str, Any] = {"limit": limit, "offset": offset}
     if status is not None:
         params["statuses"] = ",".join([status] if isinstance(status, str) else [str(s) for s in status])
-    return (yield from one(Call("GET", "/tasks", _TASKS.validate_python, params=params)))
+    return (yield from one(Call("GET", "/tasks", _page, params=params, raw=True)))
+
+
+def _page(response: httpx.Response) -> TaskPage:
+    tasks = _TASKS.validate_json(response.content)
+    return TaskPage(tasks, int(response.headers.get("x-total-count", len(tasks))))
 
 
 def messages(task_id: str, *, limit: int = 100, offset: int = 0) -> Operation[list[MessageOut]]:
     """The task's messages, oldest first."""
     call = Call(
         "GET",
-        f"/tasks/{task_id}/messages",
+        _at(task_id, "/messages"),
         _MESSAGES.validate_python,
         params={"limit": limit, "offset": offset},
     )
     return (yield from one(call))
 
 
+def messages_from(task_id: str, offset: int = 0) -> Operation[list[MessageOut]]:
+    """Every message of the task from ``offset`` on, oldest first, however many pages that takes."""
+    out: list[MessageOut] = []
+    while True:
+        batch = yield from messages(task_id, limit=PAGE, offset=offset + len(out))
+        out += batch
+        if len(batch) < PAGE:
+            return out
+
+
 def reply(task_id: str, content: str | list[dict[str, Any]]) -> Operation[MessageOut]:
     """A message from the user; on a task that stopped (NEEDS_HELP, NEEDS_REVIEW ...) it runs again."""
-    call = Call("POST", f"/tasks/{task_id}/messages", MessageOut.model_validate, {"content": content})
+    call = Call("POST", _at(task_id, "/messages"), MessageOut.model_validate, {"content": content})
     return (yield from one(call))
 
 
 def take_over(task_id: str) -> Operation[TaskOut]:
     """A human takes the desktop: the agent takes no action until ``hand_back``."""
-    return (yield from one(Call("POST", f"/tasks/{task_id}/takeover", _task)))
+    return (yield from one(Call("POST", _at(task_id, "/takeover"), _task)))
 
 
 def hand_back(task_id: str) -> Operation[TaskOut]:
     """Control goes back to the agent."""
-    return (yield from one(Call("POST", f"/tasks/{task_id}/resume", _task)))
+    return (yield from one(Call("POST", _at(task_id, "/resume"), _task)))
 
 
 def update(
@@ -176,7 +218,7 @@ def update(
     """Change the status (the allowed moves only), the priority, or the description of a PENDING task."""
     changes = {"status": status, "priority": priority, "description": description}
     body = {k: str(v) for k, v in changes.items() if v is not None}
-    return (yield from one(Call("PATCH", f"/tasks/{task_id}", _task, body)))
+    return (yield from one(Call("PATCH", _at(task_id), _task, body)))
 
 
 def cancel(task_id: str) -> Operation[TaskOut]:
@@ -186,7 +228,7 @@ def cancel(task_id: str) -> Operation[TaskOut]:
 
 def delete(task_id: str) -> Operation[None]:
     """Delete the task with its messages and files (a running one is cancelled first)."""
-    yield from one(Call("DELETE", f"/tasks/{task_id}", _nothing))
+    yield from one(Call("DELETE", _at(task_id), _nothing))
 
 
 def clear() -> Operation[int]:
@@ -208,13 +250,26 @@ def trajectory(task_id: str, path: str | Path, *, video: bool = False) -> Operat
     """The task's trajectory (``GET /tasks/{id}/trajectory``: its steps and frames, docs/evaluation.md)
     saved as the zip ``path`` (its folders made as needed), e.g. for ``deskpilot replay``; ``video`` adds
     ``trajectory.mp4`` (ffmpeg where the service runs). The path written."""
-    params = {"video": "true"} if video else {}
-    call = Call("GET", f"/tasks/{task_id}/trajectory", bytes, params=params, raw=True)
-    archive: bytes = yield call
+    content = yield from archive(task_id, video=video)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(archive)
+    path.write_bytes(content)
     return path
+
+
+def archive(task_id: str, *, video: bool = False) -> Operation[bytes]:
+    """The task's trajectory as the zip's bytes (``trajectory`` saves them)."""
+    params = {"video": "true"} if video else {}
+    return (yield from one(Call("GET", _at(task_id, "/trajectory"), _content, params=params, raw=True)))
+
+
+def _content(response: httpx.Response) -> bytes:
+    return response.content
+
+
+def desktops() -> Operation[list[DesktopOut]]:
+    """The fleet's desktops (``GET /desktops``): each one's state, labels, URL and the task it runs."""
+    return (yield from one(Call("GET", "/desktops", _DESKTOPS.validate_python)))
 
 
 def health() -> Operation[dict[str, Any]]:

@@ -10,10 +10,10 @@ every answer against them.
 from __future__ import annotations
 
 import enum
-from datetime import datetime
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
 
 
@@ -72,6 +72,17 @@ EVENT_KINDS = ("task_created", "task_updated", "task_deleted", "new_message")
 # ------------------------------------------------------------------------------------------ answers
 
 
+def iso(dt: datetime | None) -> str | None:
+    """An instant as the task API writes it: ISO 8601 in UTC with milliseconds and a Z, as JavaScript prints
+    dates (so two of them compare as strings)."""
+    if dt is None:
+        return None
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+Instant = Annotated[datetime, PlainSerializer(iso, return_type=str, when_used="json")]
+
+
 class Camel(BaseModel):
     """camelCase on the wire, snake_case in Python (either is accepted)."""
 
@@ -92,16 +103,16 @@ class TaskOut(Camel):
     status: TaskStatus
     priority: TaskPriority
     type: TaskType
-    scheduled_for: datetime | None
+    scheduled_for: Instant | None
     model: str | None
     control: Role
     created_by: Role
     error: str | None
     result: Any | None = None
-    created_at: datetime
-    updated_at: datetime
-    executed_at: datetime | None
-    completed_at: datetime | None
+    created_at: Instant
+    updated_at: Instant
+    executed_at: Instant | None
+    completed_at: Instant | None
     desktop: str | None = Field(default=None, description="the desktop the task must run on")
     desktop_label: str | None = Field(default=None, description="a label the desktop must have")
     executed_on: str | None = Field(default=None, description="the desktop that runs or last ran the task")
@@ -113,8 +124,8 @@ class MessageOut(Camel):
     task_id: str
     role: Role
     content: list[dict[str, Any]]
-    created_at: datetime
-    updated_at: datetime
+    created_at: Instant
+    updated_at: Instant
 
     @property
     def text(self) -> str:
@@ -128,8 +139,8 @@ class FileOut(Camel):
     media_type: str
     size: int
     path: str = Field(description="where the file is (or will be) on the desktop")
-    written_at: datetime | None = Field(description="when it was written onto the desktop")
-    created_at: datetime
+    written_at: Instant | None = Field(description="when it was written onto the desktop")
+    created_at: Instant
 
 
 class TaskDetail(TaskOut):
@@ -161,8 +172,16 @@ class DesktopOut(Camel):
     taken_over: bool = Field(description="a human took the desktop: it claims no new task")
     task: DesktopTask | None = Field(description="the task it runs")
     worker_id: str
-    started_at: datetime
-    seen_at: datetime
+    started_at: Instant
+    seen_at: Instant
+
+
+class TaskPage(NamedTuple):
+    """One page of the task list (``GET /tasks``) and how many tasks the filter holds in all
+    (``X-Total-Count``)."""
+
+    tasks: list[TaskOut]
+    total: int
 
 
 class ErrorOut(BaseModel):

@@ -23,9 +23,8 @@ from sqlalchemy import delete, select, update
 
 from deskpilot.config import TaskSettings
 from deskpilot.errors import DesktopNotFound
-from deskpilot.taskapi.types import DESKTOP_NAME_PATTERN, DesktopState, Role, TaskStatus
+from deskpilot.taskapi.types import DESKTOP_NAME_PATTERN, DesktopState, Role, TaskStatus, iso
 from deskpilot.tasks.models import FleetDesktop, Task
-from deskpilot.tasks.schemas import iso
 from deskpilot.tasks.store import Store
 
 _NAME = re.compile(DESKTOP_NAME_PATTERN)

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from deskpilot.computer.client import AsyncDesktop, DesktopClientError
+from deskpilot.taskapi.types import iso
 from deskpilot.tasks.models import Task
-from deskpilot.tasks.schemas import iso
 
 if TYPE_CHECKING:
     from deskpilot.tasks.service import TaskService

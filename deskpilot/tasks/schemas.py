@@ -4,17 +4,10 @@ OpenAPI."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from deskpilot.taskapi.types import iso
 from deskpilot.tasks.models import Message, Task, TaskFile
-
-
-def iso(dt: datetime | None) -> str | None:
-    """ISO 8601 UTC with milliseconds and a Z, as JavaScript prints dates."""
-    if dt is None:
-        return None
-    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def task_json(task: Task) -> dict[str, Any]:

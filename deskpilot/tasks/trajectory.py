@@ -27,9 +27,9 @@ import orjson
 
 from deskpilot.computer.geometry import SCREEN, png_size
 from deskpilot.computer.tools import CHANGES_SCREEN, PREFIX
+from deskpilot.taskapi.types import iso
 from deskpilot.tasks.journal_steps import JournalStep
 from deskpilot.tasks.models import Message, Task
-from deskpilot.tasks.schemas import iso
 
 FORMAT = "deskpilot-trajectory/1"
 

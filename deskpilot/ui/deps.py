@@ -1,4 +1,4 @@
-"""Dependencies of the UI's routes: the agent client and the settings of the running app (made in its
+"""Dependencies of the UI's routes: the task service's client and the settings of the running app (made in its
 lifespan, looked up per request)."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from typing import Annotated
 from fastapi import Depends
 from starlette.requests import HTTPConnection
 
+from deskpilot.client.agent import AsyncAgent
 from deskpilot.config import UISettings
-from deskpilot.ui.agent import AgentClient
 from deskpilot.ui.fleet import DesktopDirectory
 
 
-def agent_client(conn: HTTPConnection) -> AgentClient:
-    client: AgentClient = conn.app.state.agent
+def task_client(conn: HTTPConnection) -> AsyncAgent:
+    client: AsyncAgent = conn.app.state.tasks
     return client
 
 
@@ -28,6 +28,6 @@ def desktop_directory(conn: HTTPConnection) -> DesktopDirectory:
     return directory
 
 
-Agent = Annotated[AgentClient, Depends(agent_client)]
+Tasks = Annotated[AsyncAgent, Depends(task_client)]
 Directory = Annotated[DesktopDirectory, Depends(desktop_directory)]
 Settings = Annotated[UISettings, Depends(ui_settings)]

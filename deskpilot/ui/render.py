@@ -12,11 +12,13 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from deskpilot import __version__
+from deskpilot.client.agent import AsyncAgent
+from deskpilot.client.calls import TaskClientError
 from deskpilot.config import PROVIDERS, PROXY_VAR
 from deskpilot.taskapi.types import FINISHED, TaskPriority, TaskStatus
-from deskpilot.ui.agent import FILTERS, AgentClient, AgentFailed, AgentUnavailable, statuses_for
 from deskpilot.ui.conversation import render_message
 from deskpilot.ui.fleet import DesktopDirectory, live_view_base
+from deskpilot.ui.task_service import FILTERS, problem, statuses_for, wire
 
 STATUS_LABELS: dict[str, str] = {
     TaskStatus.PENDING: "Queued",
@@ -101,26 +103,26 @@ def task_state(task: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
-async def models_state(agent: AgentClient) -> dict[str, Any]:
+async def models_state(tasks: AsyncAgent) -> dict[str, Any]:
     """The model picker's options, or why there are none."""
     try:
-        return {"models": await agent.models(), "models_error": None}
-    except (AgentUnavailable, AgentFailed) as exc:
-        return {"models": None, "models_error": str(exc)}
+        return {"models": [wire(m) for m in await tasks.models()], "models_error": None}
+    except TaskClientError as exc:
+        return {"models": None, "models_error": problem(exc)}
 
 
-async def fleet(agent: AgentClient, directory: DesktopDirectory) -> dict[str, Any]:
-    """The fleet page's desktops (and the proxy learns their URLs on the way), or the agent's error."""
+async def fleet(tasks: AsyncAgent, directory: DesktopDirectory) -> dict[str, Any]:
+    """The fleet page's desktops (and the proxy learns their URLs on the way), or the task service's error."""
     try:
-        desktops = await agent.desktops()
-    except (AgentUnavailable, AgentFailed) as exc:
-        return {"desktops": [], "error": str(exc)}
+        desktops = await tasks.desktops()
+    except TaskClientError as exc:
+        return {"desktops": [], "error": problem(exc)}
     directory.known(desktops)
-    return {"desktops": desktops, "error": None}
+    return {"desktops": [wire(d) for d in desktops], "error": None}
 
 
-async def task_list(agent: AgentClient, filter_key: str, offset: int, limit: int) -> dict[str, Any]:
-    """One page of the task list with the filter's statuses, or the agent's error."""
+async def task_list(tasks: AsyncAgent, filter_key: str, offset: int, limit: int) -> dict[str, Any]:
+    """One page of the task list with the filter's statuses, or the task service's error."""
     context: dict[str, Any] = {
         "filter": filter_key,
         "offset": offset,
@@ -129,8 +131,7 @@ async def task_list(agent: AgentClient, filter_key: str, offset: int, limit: int
         "total": 0,
     }
     try:
-        context["tasks"], context["total"] = await agent.list_tasks(statuses_for(filter_key), limit, offset)
-        context["error"] = None
-    except (AgentUnavailable, AgentFailed) as exc:
-        context["error"] = str(exc)
-    return context
+        page = await tasks.page(statuses_for(filter_key) or None, limit=limit, offset=offset)
+    except TaskClientError as exc:
+        return {**context, "error": problem(exc)}
+    return {**context, "tasks": [wire(t) for t in page.tasks], "total": page.total, "error": None}

@@ -19,10 +19,10 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from deskpilot import __version__, logs, metrics, tracing
+from deskpilot.client.agent import AsyncAgent
 from deskpilot.config import MetricsSettings, SecuritySettings, UISettings
 from deskpilot.security import deny_framing
 from deskpilot.ui import fragments, login, pages, proxy
-from deskpilot.ui.agent import AgentClient
 from deskpilot.ui.fleet import DesktopDirectory
 from deskpilot.ui.guard import UIGuard, ui_access
 from deskpilot.ui.metrics import RequestCounter
@@ -31,24 +31,24 @@ from deskpilot.ui.throttle import Throttle
 
 @asynccontextmanager
 async def services(app: FastAPI, settings: UISettings, token: str | None) -> AsyncIterator[None]:
-    """The clients of the agent and the desktop, which speak for the browser with the token (if any)."""
-    bearer = {"Authorization": f"Bearer {token}"} if token else {}
+    """The clients of the task service and the desktop, which speak for the browser with the token (if
+    any)."""
     desktop_token = settings.desktop_token.get_secret_value() if settings.desktop_token else None
-    # Page rendering: short time-outs so "agent down" shows quickly. Proxy: no read time-out
+    # Page rendering: short time-outs so "task service down" shows quickly. Proxy: no read time-out
     # (long-lived streams), but a bounded connect so a missing upstream answers 502 promptly.
     async with (
-        httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0), headers=bearer) as rendering,
+        AsyncAgent(settings.agent_url, token, timeout=httpx.Timeout(10.0, connect=3.0)) as tasks,
         httpx.AsyncClient(timeout=httpx.Timeout(None, connect=5.0), follow_redirects=False) as proxying,
     ):
         app.state.settings = settings
-        app.state.agent = AgentClient(settings.agent_url, rendering)
+        app.state.tasks = tasks
         app.state.proxies = proxy.Proxies(
             agent=proxy.Upstream("agent", settings.agent_url, "/api", proxying, token),
             desktop=proxy.Upstream(
                 "desktop", settings.desktop_url, "", proxying, desktop_token or token, live_view_only=True
             ),
         )
-        app.state.directory = DesktopDirectory(app.state.agent)
+        app.state.directory = DesktopDirectory(tasks)
         yield
     await tracing.flush()
 

@@ -14,8 +14,8 @@ import io
 import zipfile
 from typing import Any
 
+from deskpilot.client.calls import TaskClientError
 from deskpilot.computer.trajectory import read_steps
-from deskpilot.ui.agent import AgentFailed
 
 
 def data_uri(frame: str, png: bytes) -> str:
@@ -28,4 +28,5 @@ def steps_view(archive: bytes) -> dict[str, Any]:
         with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
             return read_steps(zipped, data_uri)
     except (zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise AgentFailed(502, f"the task service's trajectory could not be read: {exc}") from exc
+        detail = f"the task service's trajectory could not be read: {exc}"
+        raise TaskClientError(detail, 502, detail) from exc
