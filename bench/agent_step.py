@@ -4,7 +4,7 @@ One step = build the context from the database, call the model (LiteLLM over loo
 scripted server), store its reply, run the tool (a click on an idle area) on the real desktop service
 (Xvfb 1920x1080 with xfwm4, static screen), wait for the screen to settle, take the scaled screenshot, store
 the tool result. The desktop service and the scripted model run in their own processes, as in the
-appliance; the agent service (API and worker) runs in this one so its step timings can be read.
+appliance; the task service (API and worker) runs in this one so its step timings can be read.
 
 Baselines, measured in the same run: the same loop settling as it did before the desktop settled itself
 (screenshots 50 ms apart until two are identical, one request each; the time it took to call the screen

@@ -179,9 +179,9 @@ def main() -> None:
         "tasks",
         {
             "DESKPILOT_TOKEN": TOKEN,
-            "AGENT_DATABASE_URL": f"sqlite:///{state.name}/agent.db",
-            "AGENT_WORKER_ENABLED": "false",
-            "AGENT_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
+            "TASKS_DATABASE_URL": f"sqlite:///{state.name}/agent.db",
+            "TASKS_WORKER_ENABLED": "false",
+            "TASKS_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
         },
     )
     credential = channel({"DESKTOP_DISPLAY": display.name})

@@ -167,14 +167,14 @@ def main() -> None:
         "desktop", {**base, "DESKTOP_DISPLAY": display.name, "DESKPILOT_TOKEN_SHA256": digest(TOKEN)}
     )
     task_env = {
-        **base, "DESKPILOT_TOKEN": TOKEN, "AGENT_WORKER_ENABLED": "false",
-        "AGENT_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
+        **base, "DESKPILOT_TOKEN": TOKEN, "TASKS_WORKER_ENABLED": "false",
+        "TASKS_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
     }  # fmt: skip
     tasks = [
-        variant(v.name, "tasks", {**v.env, "AGENT_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
+        variant(v.name, "tasks", {**v.env, "TASKS_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
         for i, v in enumerate(trio("tasks", task_env))
     ]
-    ui = trio("ui", {**base, "DESKPILOT_TOKEN": TOKEN, "UI_AGENT_URL": "http://127.0.0.1:9"})
+    ui = trio("ui", {**base, "DESKPILOT_TOKEN": TOKEN, "UI_TASKS_URL": "http://127.0.0.1:9"})
     everything = [*desktop, *tasks, *ui]
     try:
         for v in everything:

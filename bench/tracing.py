@@ -156,11 +156,11 @@ def main() -> None:
     desktop_env = {**base, "DESKTOP_DISPLAY": display.name, "DESKPILOT_TOKEN_SHA256": digest(TOKEN)}
     desktop = variants("deskpilot.desktop.api:create_app", desktop_env, endpoint)
     task_env = {
-        **base, "DESKPILOT_TOKEN": TOKEN, "AGENT_WORKER_ENABLED": "false",
-        "AGENT_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
+        **base, "DESKPILOT_TOKEN": TOKEN, "TASKS_WORKER_ENABLED": "false",
+        "TASKS_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
     }  # fmt: skip
     tasks = [
-        Served(v.name, v.factory, {**v.env, "AGENT_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
+        Served(v.name, v.factory, {**v.env, "TASKS_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
         for i, v in enumerate(variants("deskpilot.tasks.app:create_app", task_env, endpoint))
     ]
     try:

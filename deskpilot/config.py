@@ -5,13 +5,22 @@ Every variable is documented in docs/operations.md.
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from deskpilot.computer.fields import DESKTOP_DIR
 from deskpilot.taskapi.types import DESKTOP_NAME_PATTERN
@@ -134,20 +143,27 @@ def _names(value: object) -> object:
     return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
 
+# The task service's own variables were AGENT_* in 0.1 (the agent loop's keep that prefix). Each old name is
+# still read in 0.2, below its new one, and the service logs the old names it read (``renamed_variables``).
+TASKS_PREFIX, OLD_TASKS_PREFIX = "TASKS_", "AGENT_"
+
+
 class TaskSettings(BaseSettings):
     """The task service (port 9991): API, queue, worker, uploads; every variable is in docs/operations.md."""
 
-    model_config = SettingsConfigDict(env_prefix="AGENT_", extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(env_prefix=TASKS_PREFIX, extra="ignore", populate_by_name=True)
 
     port: int = 9991
     desktop_url: str = "http://127.0.0.1:9990"
-    # what it shows the desktop service (AGENT_DESKTOP_TOKEN; the appliance's desktop credential, which opens
+    # what it shows the desktop service (TASKS_DESKTOP_TOKEN; the appliance's desktop credential, which opens
     # the desktop and nothing else); default: the token
     desktop_token: SecretStr | None = None
     # SQLAlchemy URL; plain `postgresql://` and `sqlite:///` are given their async drivers.
     database_url: str = Field(
         default="sqlite+aiosqlite:////var/lib/deskpilot/agent.db",
-        validation_alias=AliasChoices("DATABASE_URL", "AGENT_DATABASE_URL", "database_url"),
+        validation_alias=AliasChoices(
+            "DATABASE_URL", "TASKS_DATABASE_URL", "AGENT_DATABASE_URL", "database_url"
+        ),
     )
     # The worker claims and runs tasks; off gives a bare API (tests, or a read-only replica).
     worker_enabled: bool = True
@@ -182,6 +198,18 @@ class TaskSettings(BaseSettings):
     # finished task's trajectory is kept: days after its last change; 0 keeps it as long as the task.
     trajectory_max_bytes: int = Field(default=256 * 1024 * 1024, ge=1)
     trajectory_retention_days: float = Field(default=0.0, ge=0)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        old_names = EnvSettingsSource(settings_cls, env_prefix=OLD_TASKS_PREFIX)
+        return init_settings, env_settings, old_names, dotenv_settings, file_secret_settings
 
     @field_validator("desktop_labels", mode="before")
     @classmethod
@@ -241,8 +269,6 @@ class AgentSettings(BaseSettings):
     # this long; None: the desktop's defaults for each action (docs/desktop-api.md), measured for truth
     settle_quiet_ms: int | None = None
     settle_expect_ms: int | None = None
-    desktop_url: str = "http://127.0.0.1:9990"  # AGENT_DESKTOP_URL, shared with the task service
-    desktop_timeout: float = 60.0
 
     def provider_key(self, provider: Provider) -> str | None:
         return getattr(self, _FIELDS[provider.name][0])  # type: ignore[no-any-return]
@@ -267,13 +293,17 @@ _FIELDS: dict[str, tuple[str, str]] = {
 class UISettings(BaseSettings):
     """Web UI (port 9992)."""
 
-    model_config = SettingsConfigDict(env_prefix="UI_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="UI_", extra="ignore", populate_by_name=True)
 
     host: str = "127.0.0.1"  # `python -m deskpilot.ui` only; the appliance passes its own (DESKPILOT_HOST)
     port: int = 9992
-    agent_url: str = "http://127.0.0.1:9991"  # proxied at /api, WebSocket events at /api/ws
+    # the task service: proxied at /api, WebSocket events at /api/ws (UI_AGENT_URL in 0.1, still read in 0.2)
+    tasks_url: str = Field(
+        default="http://127.0.0.1:9991",
+        validation_alias=AliasChoices("UI_TASKS_URL", "UI_AGENT_URL"),
+    )
     desktop_url: str = "http://127.0.0.1:9990"  # its /vnc (noVNC + WebSocket bridge) is proxied as is
-    desktop_token: SecretStr | None = None  # what it shows the desktop service (as AGENT_DESKTOP_TOKEN)
+    desktop_token: SecretStr | None = None  # what it shows the desktop service (as TASKS_DESKTOP_TOKEN)
     page_size: int = 50  # tasks per page of the task list
     # hours a session lasts after logging in (then the login page again); logging out ends it at once
     session_ttl: float = Field(default=12.0, gt=0, le=24 * 366)
@@ -317,3 +347,24 @@ class MetricsSettings(BaseSettings):
 
     # "off": no GET /metrics (404) and nothing recorded (the overhead bench compares the two)
     metrics: Literal["on", "off"] = "on"
+
+
+# Renamed variables: the old name -> the new one, for the variables that are not a prefix's (those are derived
+# from TaskSettings' fields).
+RENAMED = {"UI_AGENT_URL": "UI_TASKS_URL", "DESKPILOT_AGENT_USER": "DESKPILOT_TASKS_USER"}
+
+
+def log_renamed_variables(log: logging.Logger, environ: Mapping[str, str] = os.environ) -> None:
+    """Say, once at start, which old names this service read, so they get renamed before 0.3."""
+    for old, new in renamed_variables(environ):
+        log.warning("%s is an old name: read as %s, which replaces it (the old name goes in 0.3)", old, new)
+
+
+def renamed_variables(environ: Mapping[str, str] = os.environ) -> list[tuple[str, str]]:
+    """The old names set in ``environ`` whose new name is not: (old, new), for the services to log."""
+    pairs = dict(RENAMED)
+    for name, field in TaskSettings.model_fields.items():
+        if field.validation_alias is None:
+            pairs[f"{OLD_TASKS_PREFIX}{name.upper()}"] = f"{TASKS_PREFIX}{name.upper()}"
+    pairs["AGENT_DATABASE_URL"] = "TASKS_DATABASE_URL"
+    return sorted((old, new) for old, new in pairs.items() if old in environ and new not in environ)

@@ -2,7 +2,7 @@
 and ``ClientError``, what a client raises for either shape.
 
 Desktop service: ``{"success": false, "error": "<what is wrong and how to fix it>"}``.
-Agent service:   ``{"statusCode": 404, "message": "Task with ID <id> not found", "error": "Not Found"}``.
+Task service:   ``{"statusCode": 404, "message": "Task with ID <id> not found", "error": "Not Found"}``.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ class PayloadTooLarge(AgentError):
 
 
 class TrajectoryExpired(AgentError):
-    """The task's trajectory is past its retention (``AGENT_TRAJECTORY_RETENTION_DAYS``)."""
+    """The task's trajectory is past its retention (``TASKS_TRAJECTORY_RETENTION_DAYS``)."""
 
     status = 410
 
@@ -211,7 +211,7 @@ def reason_phrase(status: int) -> str:
         return "Error"
 
 
-def agent_error_body(status: int, message: str) -> dict[str, Any]:
+def task_error_body(status: int, message: str) -> dict[str, Any]:
     """The task service's error body; the UI answers in the same shape for its proxy and fragments."""
     return {"statusCode": status, "message": message, "error": reason_phrase(status)}
 

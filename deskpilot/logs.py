@@ -72,7 +72,7 @@ def secret_values(environ: dict[str, str] | None = None) -> list[str]:
     whole). Values shorter than 6 characters are left alone: they would mask ordinary words."""
     env = os.environ if environ is None else environ
     found = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 6}
-    for k in ("DATABASE_URL", "AGENT_DATABASE_URL"):
+    for k in ("DATABASE_URL", "TASKS_DATABASE_URL"):
         if m := _URL_PASSWORD.search(env.get(k, "")):
             found.add(m.group(1))
     for k in _OTLP_HEADERS:

@@ -8,7 +8,7 @@
 #   does what needs that user's rights for the desktop service: files, programs, commands, the home's reset;
 # - the display's owner (DESKPILOT_DISPLAY_USER) runs Xvfb, x11vnc (on a Unix socket in a directory only it
 #   enters) and the desktop service, which drives the display and holds the X cookie, no token;
-# - DESKPILOT_AGENT_USER runs the task service (the agent loop, its provider keys, its database) and the UI,
+# - DESKPILOT_TASKS_USER runs the task service (the agent loop, its provider keys, its database) and the UI,
 #   which hold the token; they reach the desktop with a credential of its own (the desktop credential), so
 #   nothing on the desktop side ever sees the token that opens the task API.
 # Each must read the code and execute the venv; this script checks that by importing the package as that
@@ -32,16 +32,17 @@ code=$here
 export DESKPILOT_DISPLAY=${DESKPILOT_DISPLAY:-:0}
 export DESKPILOT_HOST=${DESKPILOT_HOST:-127.0.0.1}
 export DESKTOP_PORT=${DESKTOP_PORT:-9990}
-export AGENT_PORT=${AGENT_PORT:-9991}
+# (the task service's variables and its user were AGENT_* and DESKPILOT_AGENT_USER in 0.1: read in 0.2 too)
+export TASKS_PORT=${TASKS_PORT:-${AGENT_PORT:-9991}}
 export UI_PORT=${UI_PORT:-9992}
 export DESKPILOT_USER=${DESKPILOT_USER:-user}
-export DESKPILOT_AGENT_USER=${DESKPILOT_AGENT_USER:-deskpilot}
+export DESKPILOT_TASKS_USER=${DESKPILOT_TASKS_USER:-${DESKPILOT_AGENT_USER:-deskpilot}}
 export DESKPILOT_DISPLAY_USER=${DESKPILOT_DISPLAY_USER:-deskpilot-display}
 export DESKPILOT_STATE_DIR=${DESKPILOT_STATE_DIR:-/var/lib/deskpilot}
 export DESKPILOT_RUN_DIR=${DESKPILOT_RUN_DIR:-/run/deskpilot}
 export DESKPILOT_VENV=${DESKPILOT_VENV:-$here/.venv}
-# SQLite in the state dir unless DATABASE_URL (which the agent prefers) points elsewhere, e.g. PostgreSQL
-export AGENT_DATABASE_URL=${AGENT_DATABASE_URL:-sqlite+aiosqlite:///$DESKPILOT_STATE_DIR/agent.db}
+# SQLite in the state dir unless DATABASE_URL (which the task service prefers) points elsewhere, e.g. PostgreSQL
+export TASKS_DATABASE_URL=${TASKS_DATABASE_URL:-${AGENT_DATABASE_URL:-sqlite+aiosqlite:///$DESKPILOT_STATE_DIR/agent.db}}
 # what POST /reset brings the home back to: this copy's skeleton, wherever the package is installed
 export DESKTOP_SKELETON=${DESKTOP_SKELETON:-$here/rootfs/home/user}
 
@@ -51,7 +52,7 @@ fail() {
   exit 1
 }
 
-for u in "$DESKPILOT_USER" "$DESKPILOT_AGENT_USER" "$DESKPILOT_DISPLAY_USER"; do
+for u in "$DESKPILOT_USER" "$DESKPILOT_TASKS_USER" "$DESKPILOT_DISPLAY_USER"; do
   getent passwd "$u" >/dev/null \
     || fail "the user '$u' does not exist: run scripts/install-system.sh (or make system) first"
 done
@@ -69,7 +70,7 @@ runs_as() {
 }
 DESKPILOT_DESKTOP_RUNS_AS=$(runs_as "$DESKPILOT_DISPLAY_USER")
 DESKPILOT_HANDS_RUNS_AS=$(runs_as "$DESKPILOT_USER")
-DESKPILOT_AGENT_RUNS_AS=$(runs_as "$DESKPILOT_AGENT_USER")
+DESKPILOT_TASKS_RUNS_AS=$(runs_as "$DESKPILOT_TASKS_USER")
 who='' what=''
 if [[ $DESKPILOT_USER != root && $DESKPILOT_HANDS_RUNS_AS == root ]]; then
   who="'$DESKPILOT_USER'" what="the desktop user's worker"
@@ -77,8 +78,8 @@ fi
 if [[ $DESKPILOT_DISPLAY_USER != root && $DESKPILOT_DESKTOP_RUNS_AS == root ]]; then
   who="${who:+$who and }'$DESKPILOT_DISPLAY_USER'" what="${what:+$what, }the desktop service, Xvfb and x11vnc"
 fi
-if [[ $DESKPILOT_AGENT_USER != root && $DESKPILOT_AGENT_RUNS_AS == root ]]; then
-  who="${who:+$who and }'$DESKPILOT_AGENT_USER'" what="${what:+$what, }the task service and the UI"
+if [[ $DESKPILOT_TASKS_USER != root && $DESKPILOT_TASKS_RUNS_AS == root ]]; then
+  who="${who:+$who and }'$DESKPILOT_TASKS_USER'" what="${what:+$what, }the task service and the UI"
 fi
 if [[ -n $who ]]; then
   log "WARNING: $who cannot read $here or execute $DESKPILOT_VENV (a parent directory is not accessible,"
@@ -114,9 +115,9 @@ case $token_source in
 esac
 
 if [[ ${1:-} == --print-config ]]; then
-  for name in DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_AGENT_USER DESKPILOT_DISPLAY_USER \
+  for name in DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_TASKS_USER DESKPILOT_DISPLAY_USER \
     DESKPILOT_HOME DESKPILOT_STATE_DIR DESKPILOT_RUN_DIR DESKPILOT_VENV DESKPILOT_DESKTOP_RUNS_AS \
-    DESKPILOT_HANDS_RUNS_AS DESKPILOT_AGENT_RUNS_AS DESKTOP_PORT AGENT_PORT UI_PORT AGENT_DATABASE_URL; do
+    DESKPILOT_HANDS_RUNS_AS DESKPILOT_TASKS_RUNS_AS DESKTOP_PORT TASKS_PORT UI_PORT TASKS_DATABASE_URL; do
     echo "$name=${!name}"
   done | sed -E 's#(://[^/:@]+:)[^/@]*@#\1***@#' # a database URL's password
   echo "DESKPILOT_TOKEN_SOURCE=$token_source"
@@ -133,7 +134,7 @@ fi
 # a fresh container.
 desktop_user=(-o "$DESKPILOT_USER" -g "$(id -gn "$DESKPILOT_USER")")
 display_user=(-o "$DESKPILOT_DESKTOP_RUNS_AS" -g "$(id -gn "$DESKPILOT_DESKTOP_RUNS_AS")")
-agent_group=$(id -gn "$DESKPILOT_AGENT_RUNS_AS")
+tasks_group=$(id -gn "$DESKPILOT_TASKS_RUNS_AS")
 install -d -m 1777 /tmp/.X11-unix
 install -d -m 0755 "$DESKPILOT_RUN_DIR"
 install -d -m 0711 "$DESKPILOT_RUN_DIR/env"
@@ -141,11 +142,11 @@ install -m 0755 "$here/scripts/with-x.sh" "$here/scripts/with-env.sh" "$DESKPILO
 install -d -m 0700 "${desktop_user[@]}" "$DESKPILOT_RUN_DIR/session" "$DESKPILOT_RUN_DIR/session/tmp"
 install -d -m 0711 "${desktop_user[@]}" "$DESKPILOT_RUN_DIR/hands"
 install -d -m 0700 "${display_user[@]}" "$DESKPILOT_RUN_DIR/display"
-install -d -m 0700 -o "$DESKPILOT_AGENT_RUNS_AS" -g "$agent_group" "$DESKPILOT_STATE_DIR"
+install -d -m 0700 -o "$DESKPILOT_TASKS_RUNS_AS" -g "$tasks_group" "$DESKPILOT_STATE_DIR"
 # A state volume of an earlier layout (everything the desktop user's) or of another image (another uid): the
 # task service's user takes over what is neither root's nor its own (-h: a link itself, never its target).
-find "$DESKPILOT_STATE_DIR" -xdev ! -user root ! -user "$DESKPILOT_AGENT_RUNS_AS" \
-  -exec chown -h "$DESKPILOT_AGENT_RUNS_AS:$agent_group" {} +
+find "$DESKPILOT_STATE_DIR" -xdev ! -user root ! -user "$DESKPILOT_TASKS_RUNS_AS" \
+  -exec chown -h "$DESKPILOT_TASKS_RUNS_AS:$tasks_group" {} +
 
 # The home layout, also on a fresh volume (Kubernetes does not copy the image's /home/user into one).
 for d in "" Desktop Documents Downloads; do
@@ -166,7 +167,7 @@ done < <(cd "$skel" && find . -type f -printf '%P %m\n')
 # Commands as the task service's user: the token file is read and written with its rights, so a link planted
 # in the state directory cannot point this script (root) at another file.
 as_agent() {
-  if [[ $DESKPILOT_AGENT_RUNS_AS == root ]]; then "$@"; else runuser -u "$DESKPILOT_AGENT_RUNS_AS" -- "$@"; fi
+  if [[ $DESKPILOT_TASKS_RUNS_AS == root ]]; then "$@"; else runuser -u "$DESKPILOT_TASKS_RUNS_AS" -- "$@"; fi
 }
 token=
 case $token_source in
@@ -254,7 +255,7 @@ common+=("FORWARDED_ALLOW_IPS=${DESKPILOT_TRUSTED_PROXIES:-}")
 common+=("DESKPILOT_AUTH=${DESKPILOT_AUTH:-on}" "DESKPILOT_ALLOWED_ORIGINS=${DESKPILOT_ALLOWED_ORIGINS:-}"
   "DESKPILOT_ALLOWED_HOSTS=${DESKPILOT_ALLOWED_HOSTS:-${DESKTOP_MCP_ALLOWED_HOSTS:-}}")
 # A service's own user and home: the task service and the UI keep theirs in the state directory.
-agent_home=("HOME=$DESKPILOT_STATE_DIR" "USER=$DESKPILOT_AGENT_RUNS_AS" "LOGNAME=$DESKPILOT_AGENT_RUNS_AS")
+tasks_home=("HOME=$DESKPILOT_STATE_DIR" "USER=$DESKPILOT_TASKS_RUNS_AS" "LOGNAME=$DESKPILOT_TASKS_RUNS_AS")
 
 # The desktop settings the service and the desktop user's worker share (who the desktop user is, where files go).
 desktop_settings=()
@@ -283,18 +284,18 @@ hands_env=("${base[@]}" "${session_env[@]}" "${desktop_settings[@]}")
 
 # The task service and the agent loop: their settings, the providers' variables (deskpilot/config.py's
 # PROVIDERS), LiteLLM's, and how to reach the internet (proxies, CA certificates).
-agent_env=("${common[@]}")
-take 'AGENT_[A-Z0-9_]+|DATABASE_URL|LITELLM_[A-Z0-9_]+' agent_env
-take '(ANTHROPIC|OPENAI|GEMINI|OPENROUTER)_(API_KEY|MODEL)' agent_env
-take '(HTTPS?|NO|ALL)_PROXY|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE' agent_env
-agent_env+=("${agent_home[@]}" "AGENT_PORT=$AGENT_PORT" "AGENT_DATABASE_URL=$AGENT_DATABASE_URL"
-  "AGENT_DESKTOP_URL=http://127.0.0.1:$DESKTOP_PORT" "AGENT_DESKTOP_FILES_DIR=$DESKPILOT_HOME/Desktop")
-[[ -z $token ]] || agent_env+=("DESKPILOT_TOKEN=$token" "AGENT_DESKTOP_TOKEN=$desktop_credential")
+tasks_env=("${common[@]}")
+take 'TASKS_[A-Z0-9_]+|AGENT_[A-Z0-9_]+|DATABASE_URL|LITELLM_[A-Z0-9_]+' tasks_env
+take '(ANTHROPIC|OPENAI|GEMINI|OPENROUTER)_(API_KEY|MODEL)' tasks_env
+take '(HTTPS?|NO|ALL)_PROXY|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE' tasks_env
+tasks_env+=("${tasks_home[@]}" "TASKS_PORT=$TASKS_PORT" "TASKS_DATABASE_URL=$TASKS_DATABASE_URL"
+  "TASKS_DESKTOP_URL=http://127.0.0.1:$DESKTOP_PORT" "TASKS_DESKTOP_FILES_DIR=$DESKPILOT_HOME/Desktop")
+[[ -z $token ]] || tasks_env+=("DESKPILOT_TOKEN=$token" "TASKS_DESKTOP_TOKEN=$desktop_credential")
 
 ui_env=("${common[@]}")
 take 'UI_[A-Z0-9_]+' ui_env
-ui_env+=("${agent_home[@]}" "UI_PORT=$UI_PORT" "UI_DESKTOP_URL=http://127.0.0.1:$DESKTOP_PORT"
-  "UI_AGENT_URL=http://127.0.0.1:$AGENT_PORT")
+ui_env+=("${tasks_home[@]}" "UI_PORT=$UI_PORT" "UI_DESKTOP_URL=http://127.0.0.1:$DESKTOP_PORT"
+  "UI_TASKS_URL=http://127.0.0.1:$TASKS_PORT")
 [[ -z $token ]] || ui_env+=("DESKPILOT_TOKEN=$token" "UI_DESKTOP_TOKEN=$desktop_credential")
 shopt -u nocasematch
 
@@ -311,16 +312,16 @@ write_env() {
 write_env desktop-api "$DESKPILOT_DESKTOP_RUNS_AS" "${desktop_env[@]}"
 write_env hands "$DESKPILOT_HANDS_RUNS_AS" "${hands_env[@]}"
 write_env x11vnc "$DESKPILOT_DESKTOP_RUNS_AS" "${x11vnc_env[@]}"
-write_env agent-api "$DESKPILOT_AGENT_RUNS_AS" "${agent_env[@]}"
-write_env ui "$DESKPILOT_AGENT_RUNS_AS" "${ui_env[@]}"
+write_env task-api "$DESKPILOT_TASKS_RUNS_AS" "${tasks_env[@]}"
+write_env ui "$DESKPILOT_TASKS_RUNS_AS" "${ui_env[@]}"
 
-log "display $DESKPILOT_DISPLAY, desktop :$DESKTOP_PORT (live view /vnc), agent :$AGENT_PORT," \
+log "display $DESKPILOT_DISPLAY, desktop :$DESKTOP_PORT (live view /vnc), tasks :$TASKS_PORT," \
   "UI :$UI_PORT on $DESKPILOT_HOST; session and its worker run as $DESKPILOT_USER, display and desktop" \
-  "service as $DESKPILOT_DESKTOP_RUNS_AS, task service and UI as $DESKPILOT_AGENT_RUNS_AS, home $DESKPILOT_HOME"
+  "service as $DESKPILOT_DESKTOP_RUNS_AS, task service and UI as $DESKPILOT_TASKS_RUNS_AS, home $DESKPILOT_HOME"
 # supervisord's whole environment: the session's, and the settings supervisord.conf reads.
 conf_env=()
 for name in DESKPILOT_RUN_DIR DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_VENV DESKPILOT_STATE_DIR \
-  DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_HANDS_RUNS_AS DESKPILOT_AGENT_RUNS_AS DESKTOP_PORT AGENT_PORT UI_PORT; do
+  DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_HANDS_RUNS_AS DESKPILOT_TASKS_RUNS_AS DESKTOP_PORT TASKS_PORT UI_PORT; do
   conf_env+=("$name=${!name}")
 done
 exec env -i "${base[@]}" "${session_env[@]}" "${conf_env[@]}" \

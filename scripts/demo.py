@@ -44,9 +44,9 @@ def main() -> int:
         port = free_port()
         env = {
             **os.environ,
-            "AGENT_PORT": str(port),
-            "AGENT_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/demo.db",
-            "AGENT_DESKTOP_URL": args.desktop_url,
+            "TASKS_PORT": str(port),
+            "TASKS_DATABASE_URL": f"sqlite+aiosqlite:///{tmp}/demo.db",
+            "TASKS_DESKTOP_URL": args.desktop_url,
             "AGENT_OPENAI_BASE_URL": model.base_url,
             "AGENT_MODEL": f"local/{model.model}",
             **({"DESKPILOT_TOKEN": args.token} if args.token else {}),

@@ -24,7 +24,7 @@ check() {
 
 all() {
   local port status=0
-  for port in "${DESKTOP_PORT:-9990}" "${AGENT_PORT:-9991}" "${UI_PORT:-9992}"; do
+  for port in "${DESKTOP_PORT:-9990}" "${TASKS_PORT:-9991}" "${UI_PORT:-9992}"; do
     check "$port" || status=1
   done
   return "$status"

@@ -15,7 +15,7 @@
 set -euo pipefail
 
 DESKTOP_USER=${DESKTOP_USER:-user}
-AGENT_USER=${DESKPILOT_AGENT_USER:-deskpilot}
+TASKS_USER=${DESKPILOT_TASKS_USER:-${DESKPILOT_AGENT_USER:-deskpilot}}
 DISPLAY_USER=${DESKPILOT_DISPLAY_USER:-deskpilot-display}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -104,11 +104,11 @@ fi
 # The system user of the task service (the agent, its provider keys, its database) and the UI (the token): no
 # login, no home of its own but the state directory, which only it may enter. Nothing the desktop user runs can
 # read its environment, its memory or its files.
-if ! id -u "$AGENT_USER" >/dev/null 2>&1 && need "the system user $AGENT_USER"; then
+if ! id -u "$TASKS_USER" >/dev/null 2>&1 && need "the system user $TASKS_USER"; then
   as_root useradd --system --user-group --home-dir /var/lib/deskpilot --no-create-home \
-    --shell /usr/sbin/nologin "$AGENT_USER"
+    --shell /usr/sbin/nologin "$TASKS_USER"
 fi
-[[ -n $check ]] || as_root install -d -m 0700 -o "$AGENT_USER" -g "$(id -gn "$AGENT_USER")" /var/lib/deskpilot
+[[ -n $check ]] || as_root install -d -m 0700 -o "$TASKS_USER" -g "$(id -gn "$TASKS_USER")" /var/lib/deskpilot
 
 # The system user that owns the display: Xvfb, x11vnc and the desktop service, which drives the display and has
 # the desktop user's worker do what needs that user's rights. Neither user can signal, trace or read the other.

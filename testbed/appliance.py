@@ -35,7 +35,7 @@ PROGRAMS = (
     "x11vnc",
     "hands",
     "desktop-api",
-    "agent-api",
+    "task-api",
     "ui",
 )
 
@@ -147,5 +147,5 @@ class Appliance(NativeAppliance):
         return (
             {p: session for p in PROGRAMS}
             | dict.fromkeys(("xvfb", "x11vnc", "desktop-api"), display)
-            | dict.fromkeys(("agent-api", "ui"), agent)
+            | dict.fromkeys(("task-api", "ui"), agent)
         )

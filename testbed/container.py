@@ -2,7 +2,7 @@
 
 The engine scripts/docker-engine.sh starts has no bridge (it leaves the host's network alone), so a container
 shares the host's network: "free host ports" means telling the appliance inside to listen on free ports
-(DESKTOP_PORT, AGENT_PORT, UI_PORT), on loopback unless a test wants it as the image ships
+(DESKTOP_PORT, TASKS_PORT, UI_PORT), on loopback unless a test wants it as the image ships
 (0.0.0.0). X's abstract socket (@/tmp/.X11-unix/X<n>) lives in the network namespace too: the appliance's
 Xvfb opens none (-nolisten local), but other X servers of the host do, so the display number is one none of
 them uses: `make run`'s :0, the test suite's own Xvfbs (which take the lowest free numbers) and the native e2e

@@ -1,7 +1,7 @@
 """A fleet on one machine: native appliances (each its display, ports, home and worker) and API-only task
 services, all on one PostgreSQL database, as the chart's fleet runs them in pods: the desktops' StatefulSet
 (scripts/appliance.sh under supervisord) and the API Deployment (uvicorn on deskpilot.tasks.app with
-AGENT_WORKER_ENABLED=false). The model is the scripted one; everything speaks real HTTP with one token."""
+TASKS_WORKER_ENABLED=false). The model is the scripted one; everything speaks real HTTP with one token."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class TaskAPI:
     def start(self) -> TaskAPI:
         keep = ("PATH", "LANG", "HOME", "TMPDIR")
         env = {k: v for k, v in os.environ.items() if k in keep}
-        env |= {"DATABASE_URL": self.db_url, "AGENT_WORKER_ENABLED": "false", "DESKPILOT_TOKEN": self.token}
+        env |= {"DATABASE_URL": self.db_url, "TASKS_WORKER_ENABLED": "false", "DESKPILOT_TOKEN": self.token}
         argv = [sys.executable, "-m", "uvicorn", "--factory", "deskpilot.tasks.app:create_app"]
         argv += ["--host", "127.0.0.1", "--port", str(self.port), "--no-access-log"]
         with self.log.open("wb") as log:
@@ -102,7 +102,7 @@ class Fleet:
 
 
 def desktop_settings(name: str, db_url: str, model: ScriptedModel, lease_seconds: float) -> dict[str, str]:
-    fleet = {"DATABASE_URL": db_url, "AGENT_DESKTOP_NAME": name, "AGENT_LEASE_SECONDS": str(lease_seconds)}
+    fleet = {"DATABASE_URL": db_url, "TASKS_DESKTOP_NAME": name, "TASKS_LEASE_SECONDS": str(lease_seconds)}
     return model_settings(model) | fleet
 
 

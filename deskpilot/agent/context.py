@@ -1,6 +1,6 @@
 """Stored conversation (content blocks) → the OpenAI-format messages LiteLLM takes.
 
-Stored blocks have Anthropic-style shapes (docs/agent-api.md):
+Stored blocks have Anthropic-style shapes (docs/task-api.md):
 
     text         {"type": "text", "text": ...}
     image        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ...}}

@@ -104,7 +104,7 @@ class Step:
 
 
 class AgentExecutor:
-    """The task service's default Executor (``AGENT_EXECUTOR=deskpilot.agent.executor:AgentExecutor``)."""
+    """The task service's default Executor (``TASKS_EXECUTOR=deskpilot.agent.executor:AgentExecutor``)."""
 
     computer_class: type[Computer] = Computer
 

@@ -135,7 +135,7 @@ def route(settings: AgentSettings, model: str | None = None) -> Route:
     needed = next((p for p in PROVIDERS if p.name == prefix), None)
     if needed is not None and rest:
         raise NoProvider(
-            f"Model {name!r} needs {needed.key_var} to be set in the agent service's environment."
+            f"Model {name!r} needs {needed.key_var} to be set in the task service's environment."
         )
     # a bare model name ("gpt-5.4") belongs to the default provider
     return _route_for(settings, providers[0], name)
@@ -237,7 +237,7 @@ def _is_transient(litellm: ModuleType, exc: BaseException) -> bool:
 
 
 class LLM:
-    """Routes, retries and lists models; one instance per agent service."""
+    """Routes, retries and lists models; one instance per task service."""
 
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings

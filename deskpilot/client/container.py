@@ -2,7 +2,7 @@
 
 The engine ``scripts/docker-engine.sh`` starts has no bridge (it leaves the host's network alone), so the
 container shares the host's network: the appliance inside listens on free host ports (DESKTOP_PORT,
-AGENT_PORT, UI_PORT), on loopback unless told otherwise, and its display number is one no X
+TASKS_PORT, UI_PORT), on loopback unless told otherwise, and its display number is one no X
 server of the host uses (the appliance's Xvfb opens no abstract socket, but other X servers of the host do):
 500-999, above the numbers native sandboxes and the test suite take. ``--rm`` with the image's anonymous
 volumes: stopping it leaves nothing behind.
@@ -89,7 +89,7 @@ class ImageAppliance(Endpoints):
             "DESKPILOT_DISPLAY": self.display,
             "DESKPILOT_HOST": self.host,
             "DESKTOP_PORT": str(self.desktop_port),
-            "AGENT_PORT": str(self.agent_port),
+            "TASKS_PORT": str(self.agent_port),
             "UI_PORT": str(self.ui_port),
             **({"DESKPILOT_TOKEN": self.token} if self.token else {}),
         }

@@ -182,7 +182,7 @@ class NativeAppliance(Endpoints):
             "DESKPILOT_DISPLAY": self.display,
             "DESKPILOT_HOST": "127.0.0.1",
             "DESKTOP_PORT": str(self.desktop_port),
-            "AGENT_PORT": str(self.agent_port),
+            "TASKS_PORT": str(self.agent_port),
             "UI_PORT": str(self.ui_port),
             "DESKPILOT_HOME": str(self.home),
             "DESKPILOT_STATE_DIR": str(self.state_dir),

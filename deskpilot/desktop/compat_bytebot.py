@@ -27,7 +27,7 @@ from starlette.responses import Response
 from deskpilot.computer import actions
 from deskpilot.desktop.body import read_action_body
 from deskpilot.desktop.controller import DesktopController, Outcome
-from deskpilot.errors import DesktopError, InvalidAction, agent_error_body, desktop_error_headers
+from deskpilot.errors import DesktopError, InvalidAction, desktop_error_headers, task_error_body
 from deskpilot.web import json_response
 
 PREFIX = "/compat/bytebot"
@@ -61,7 +61,7 @@ async def computer_use(request: Request) -> Response:
         body = actions.load_json(await read_action_body(request))
         step = translate(body)
     except DesktopError as exc:  # refused before anything ran: bytebotd's validation pipe, a 400
-        return json_response(agent_error_body(exc.status, exc.message), exc.status)
+        return json_response(task_error_body(exc.status, exc.message), exc.status)
     name = body["action"]
     try:
         outcome = await perform(request.app.state.controller, step)

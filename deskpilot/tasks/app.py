@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from deskpilot import __version__, logs, metrics, tracing
+from deskpilot import __version__, config, logs, metrics, tracing
 from deskpilot.computer.client import AsyncDesktop
 from deskpilot.config import MetricsSettings, SecuritySettings, TaskSettings
 from deskpilot.security import Guard, deny_framing, policy_for
@@ -51,6 +51,8 @@ def create_app(
     """``security`` defaults to the environment (``DESKPILOT_*``): the token this service requires and
     sends to the desktop service; so does ``metrics_settings`` (``DESKPILOT_METRICS``)."""
     logs.configure()
+    if settings is None:
+        config.log_renamed_variables(log)
     settings = settings or TaskSettings()
     security = security or SecuritySettings()
     families = TaskMetrics(metrics.new_registry()) if metrics.enabled(metrics_settings) else None

@@ -1,7 +1,7 @@
 """What runs a task: the ``Executor`` plug-in interface and the ``TaskContext`` it is given.
 
 The task service never imports the agent loop: the worker loads its executor from a string,
-``AGENT_EXECUTOR=package.module:attribute`` (default ``deskpilot.agent.executor:AgentExecutor``), or takes one
+``TASKS_EXECUTOR=package.module:attribute`` (default ``deskpilot.agent.executor:AgentExecutor``), or takes one
 passed to ``create_app(executor=...)``.
 
 The contract: ``execute(task_id, ctx)`` is called with the task IN_PROGRESS and its files already on the
@@ -131,6 +131,6 @@ def load_executor(spec: str) -> Executor:
         obj = obj()
     if not isinstance(obj, Executor):
         raise TypeError(
-            f"AGENT_EXECUTOR={spec!r} is not an Executor (needs `async def execute(task_id, ctx)`)"
+            f"TASKS_EXECUTOR={spec!r} is not an Executor (needs `async def execute(task_id, ctx)`)"
         )
     return obj

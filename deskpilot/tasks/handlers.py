@@ -13,7 +13,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from deskpilot.errors import AgentError, StorageFull, agent_error_body
+from deskpilot.errors import AgentError, StorageFull, task_error_body
 from deskpilot.tasks.storage import MESSAGE, out_of_space
 from deskpilot.web import json_response
 
@@ -65,12 +65,12 @@ def _allowed_methods(request: Request) -> list[str]:
 
 async def on_agent_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, AgentError)
-    return JSONResponse(agent_error_body(exc.status, exc.message), status_code=exc.status)
+    return JSONResponse(task_error_body(exc.status, exc.message), status_code=exc.status)
 
 
 async def on_validation(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
-    return JSONResponse(agent_error_body(400, validation_message(list(exc.errors()))), status_code=400)
+    return JSONResponse(task_error_body(400, validation_message(list(exc.errors()))), status_code=400)
 
 
 async def on_http(request: Request, exc: Exception) -> Response:
@@ -85,7 +85,7 @@ async def on_http(request: Request, exc: Exception) -> Response:
     if exc.status_code == 405:
         headers["Allow"] = ", ".join(_allowed_methods(request))
     return JSONResponse(
-        agent_error_body(exc.status_code, message), status_code=exc.status_code, headers=headers
+        task_error_body(exc.status_code, message), status_code=exc.status_code, headers=headers
     )
 
 
@@ -97,19 +97,17 @@ async def on_storage(request: Request, exc: Exception) -> Response:
         raise exc
     service = getattr(request.app.state, "tasks", None)
     full = service.store.db.space.failed(exc) if service is not None else StorageFull(MESSAGE)
-    return JSONResponse(agent_error_body(full.status, full.message), status_code=full.status)
+    return JSONResponse(task_error_body(full.status, full.message), status_code=full.status)
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error", extra={"method": request.method, "path": request.url.path})
-    return JSONResponse(
-        agent_error_body(500, f"Internal server error: {type(exc).__name__}"), status_code=500
-    )
+    return JSONResponse(task_error_body(500, f"Internal server error: {type(exc).__name__}"), status_code=500)
 
 
 def refusal(status: int, message: str, headers: dict[str, str]) -> Response:
     """The Guard's refusals (deskpilot/security.py) in the task service's error shape."""
-    return json_response(agent_error_body(status, message), status, headers)
+    return json_response(task_error_body(status, message), status, headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -1,4 +1,4 @@
-"""Trajectory retention: ``AGENT_TRAJECTORY_RETENTION_DAYS`` after a finished task (COMPLETED, FAILED,
+"""Trajectory retention: ``TASKS_TRAJECTORY_RETENTION_DAYS`` after a finished task (COMPLETED, FAILED,
 CANCELLED) last changed, its trajectory is no longer served (410) nor kept.
 
 A trajectory is not stored apart: it is built on request from the task's conversation, whose weight is the
@@ -26,7 +26,7 @@ from deskpilot.tasks.store import Store
 log = logging.getLogger(__name__)
 
 FINISHED = (TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED)
-DROPPED = "[frame dropped: the task is past its trajectory retention, AGENT_TRAJECTORY_RETENTION_DAYS]"
+DROPPED = "[frame dropped: the task is past its trajectory retention, TASKS_TRAJECTORY_RETENTION_DAYS]"
 SWEEP_SECONDS = 3600.0
 BATCH = 50  # tasks per transaction
 
@@ -39,7 +39,7 @@ def check_served(task: Task, days: float, now: datetime | None = None) -> None:
     if until < (now or utcnow()):
         raise TrajectoryExpired(
             f"trajectory: task {task.id} finished on {task.updated_at:%Y-%m-%d}; its trajectory was kept "
-            f"{days:g} days (AGENT_TRAJECTORY_RETENTION_DAYS), until {until:%Y-%m-%d %H:%M} UTC"
+            f"{days:g} days (TASKS_TRAJECTORY_RETENTION_DAYS), until {until:%Y-%m-%d %H:%M} UTC"
         )
 
 

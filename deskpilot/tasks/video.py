@@ -1,9 +1,9 @@
 """A trajectory's frames as an MP4 (``GET /tasks/{id}/trajectory?video=true``), made with ffmpeg.
 
 One video frame per step that has a frame (its ``frameAfter``, in step order), at
-``AGENT_TRAJECTORY_VIDEO_FPS``, H.264 in yuv420p (what browsers and players decode), at the first frame's size
+``TASKS_TRAJECTORY_VIDEO_FPS``, H.264 in yuv420p (what browsers and players decode), at the first frame's size
 rounded down to even pixels. ffmpeg runs as a child process with one thread (the machine's cores belong to
-the desktop), off the event loop, one encode at a time, killed at ``AGENT_TRAJECTORY_VIDEO_TIMEOUT`` (a
+the desktop), off the event loop, one encode at a time, killed at ``TASKS_TRAJECTORY_VIDEO_TIMEOUT`` (a
 request that waited that long for another's encode is refused with 503). Without ffmpeg the request is
 refused with 501 (``VideoUnavailable``): the image does not ship it unless built with it (docs/operations.md).
 """
@@ -33,7 +33,7 @@ def ffmpeg_path(program: str) -> str:
     if found is None:
         raise VideoUnavailable(
             f"video: ffmpeg ({program!r}) is not installed where the task service runs; install the Debian "
-            "package ffmpeg or set AGENT_TRAJECTORY_FFMPEG (the archive without ?video=true needs none)"
+            "package ffmpeg or set TASKS_TRAJECTORY_FFMPEG (the archive without ?video=true needs none)"
         )
     return found
 
@@ -61,7 +61,7 @@ def encode(frames: list[bytes], folder: Path, ffmpeg: str, fps: float, timeout: 
         done = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise VideoTimedOut(
-            f"video: encoding {len(frames)} frames took over {timeout:g} s (AGENT_TRAJECTORY_VIDEO_TIMEOUT)"
+            f"video: encoding {len(frames)} frames took over {timeout:g} s (TASKS_TRAJECTORY_VIDEO_TIMEOUT)"
         ) from None
     if done.returncode != 0:
         raise RuntimeError(f"ffmpeg exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}")

@@ -2,7 +2,7 @@
 ``GET /desktops``.
 
 Every worker announces its desktop with the URL the rest of the fleet reaches it at
-(``AGENT_DESKTOP_FLEET_URL``; in the chart, the pod's stable DNS name), so one UI origin serves every
+(``TASKS_DESKTOP_FLEET_URL``; in the chart, the pod's stable DNS name), so one UI origin serves every
 desktop's live view at ``/desktops/<name>/vnc``. The directory asks the task service at most once a second and
 trusts an answer for a few: noVNC loads dozens of files per view, and a desktop's URL changes only when it
 is replaced. Only workers write it (they hold the database), so the proxy never goes where a browser asks,

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from deskpilot.client.calls import TaskClientError
-from deskpilot.errors import agent_error_body
+from deskpilot.errors import task_error_body
 from deskpilot.ui.deps import Directory, Settings, Tasks
 from deskpilot.ui.render import fleet, render, task_list, task_state
 from deskpilot.ui.steps import steps_view
@@ -53,7 +53,7 @@ async def desktop_rows(request: Request, tasks: Tasks, directory: Directory) -> 
 
 async def task_service_failed(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TaskClientError)
-    return JSONResponse(agent_error_body(status_of(exc), problem(exc)), status_of(exc))
+    return JSONResponse(task_error_body(status_of(exc), problem(exc)), status_of(exc))
 
 
 ERROR_HANDLERS: dict[int | type[Exception], Callable[[Request, Any], Coroutine[Any, Any, Response]]] = {

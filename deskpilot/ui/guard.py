@@ -3,8 +3,8 @@
 When a token is configured, every page, fragment, static file and proxied path needs the session the login
 page sets (or the bearer token); the login page and what it loads stay open, as does ``/health``. The Host
 and Origin checks apply to every path, the login page included. A refusal is answered as the caller can use
-it: in the agent's error shape for scripts (``/api``, ``/fragments``, anything but a page), as a redirect to
-the login page for a page opened without a session, as a short HTML page for other refused pages.
+it: in the task service's error shape for scripts (``/api``, ``/fragments``, anything but a page), as a
+redirect to the login page for a page opened without a session, as a short HTML page for other refused pages.
 
 A session is checked on every request (``deskpilot.ui.sessions``: signed, unexpired, not revoked), and a
 WebSocket opened with one is closed when it ends. A bearer token shown to the UI counts as a login attempt:
@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from deskpilot.config import SecuritySettings
-from deskpilot.errors import agent_error_body, reason_phrase
+from deskpilot.errors import reason_phrase, task_error_body
 from deskpilot.security import (
     Credentials,
     Guard,
@@ -156,7 +156,7 @@ def refusal(status: int, message: str, headers: dict[str, str]) -> ASGIApp:
     async def respond(scope: Scope, receive: Receive, send: Send) -> None:
         response: Response
         if not wants_page(scope):
-            response = JSONResponse(agent_error_body(status, message), status, headers)
+            response = JSONResponse(task_error_body(status, message), status, headers)
         elif status == 401:
             response = RedirectResponse(login_url(scope), 303)
         else:

@@ -19,7 +19,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from deskpilot.errors import agent_error_body
+from deskpilot.errors import task_error_body
 from deskpilot.security import SESSION_COOKIE, Credentials, session_cookie
 from deskpilot.ui.guard import too_many
 from deskpilot.ui.render import render
@@ -67,10 +67,11 @@ def login_page(request: Request, target: Annotated[str, Query(alias="next")] = "
 
 
 def _wait_answer(request: Request, target: str, wait: float) -> Response:
-    """429: the login page saying how long to wait for a browser, the agent's error shape for a script."""
+    """429: the login page saying how long to wait for a browser, the task service's error shape for a
+    script."""
     status, message, headers = too_many(wait)
     if "text/html" not in request.headers.get("accept", ""):
-        return JSONResponse(agent_error_body(status, message), status, headers)
+        return JSONResponse(task_error_body(status, message), status, headers)
     error = f"Too many wrong tokens from your address: try again in {headers['Retry-After']} s."
     page = render(request, "login.html", {"next": safe_next(target), "error": error}, status)
     page.headers.update(headers)

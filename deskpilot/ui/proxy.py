@@ -1,5 +1,5 @@
-"""Same-origin reverse proxy: `/api/*` to the agent, `/vnc*` to the desktop, `/desktops/<name>/vnc*` to that
-desktop of the fleet (``deskpilot.ui.fleet``), HTTP and WebSocket.
+"""Same-origin reverse proxy: `/api/*` to the task service, `/vnc*` to the desktop, `/desktops/<name>/vnc*` to
+that desktop of the fleet (``deskpilot.ui.fleet``), HTTP and WebSocket.
 
 A browser then needs only the UI's port, which is what makes ingress and remote use simple. Bodies
 are streamed both ways (uploads and noVNC's files are never buffered whole); WebSocket frames are
@@ -29,7 +29,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
 from deskpilot.bridge import pump_until_either_ends
-from deskpilot.errors import agent_error_body
+from deskpilot.errors import task_error_body
 from deskpilot.ui import paths
 from deskpilot.ui.fleet import DesktopDirectory
 
@@ -123,7 +123,7 @@ class Upstream:
         )
         why = type(error).__name__
         message = f"The {self.name} service at {self.base_url} is not reachable ({why})."
-        return JSONResponse(agent_error_body(int(status), message), status_code=int(status))
+        return JSONResponse(task_error_body(int(status), message), status_code=int(status))
 
     async def forward_http(self, request: Request, path: str) -> Response:
         """Forward to ``path`` (the browser's path, still percent-encoded) on the upstream."""
@@ -225,7 +225,7 @@ class Upstream:
 class Proxies:
     """The services behind the UI, made in the app's lifespan."""
 
-    agent: Upstream  # /api/*
+    tasks: Upstream  # /api/*
     desktop: Upstream  # /vnc*
 
 
@@ -237,7 +237,7 @@ async def upstream(conn: HTTPConnection) -> Upstream | None:
         directory: DesktopDirectory = conn.app.state.directory
         url = await directory.url(name)
         return proxies.desktop.fleet_desktop(name, url) if url else None
-    return proxies.agent if conn.url.path.startswith(proxies.agent.prefix + "/") else proxies.desktop
+    return proxies.tasks if conn.url.path.startswith(proxies.tasks.prefix + "/") else proxies.desktop
 
 
 def forwarded_path(conn: HTTPConnection, target: Upstream | None) -> str | None:
@@ -250,7 +250,7 @@ def forwarded_path(conn: HTTPConnection, target: Upstream | None) -> str | None:
 
 
 def not_found(conn: HTTPConnection) -> JSONResponse:
-    return JSONResponse(agent_error_body(404, f"{paths.raw_path(conn.scope)} is not served here"), 404)
+    return JSONResponse(task_error_body(404, f"{paths.raw_path(conn.scope)} is not served here"), 404)
 
 
 Target = Annotated[Upstream | None, Depends(upstream)]
@@ -261,7 +261,7 @@ async def forward_http(request: Request, target: Target) -> Response:
     if path is None or target is None:
         return not_found(request)
     if target.live_view_only and request.method not in ("GET", "HEAD"):  # the live view is files to read
-        body = agent_error_body(405, "the desktop's live view is read with GET")
+        body = task_error_body(405, "the desktop's live view is read with GET")
         return JSONResponse(body, 405, headers={"Allow": "GET, HEAD"})
     return await target.forward_http(request, path)
 

@@ -1,6 +1,6 @@
 """The web UI server (port 9992): server-rendered pages, HTML fragments for live updates, one-origin proxy.
 
-Pages (``deskpilot.ui.pages``) are rendered here with Jinja2 from the agent's API, so the first paint needs no
+Pages (``deskpilot.ui.pages``) are rendered here with Jinja2 from the task API, so the first paint needs no
 JavaScript. A little plain JavaScript then listens on the agent's WebSocket (through `/api/ws`) and asks this
 server for fresh fragments (``deskpilot.ui.fragments``), so every piece of HTML has one template. `/api/*` and
 `/vnc*` are proxied (HTTP and WebSocket, ``deskpilot.ui.proxy``) so a browser only ever talks to this port.
@@ -10,6 +10,7 @@ page sets, ``deskpilot.ui.login``, ``deskpilot.ui.sessions``), and no response m
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +19,7 @@ import httpx
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from deskpilot import __version__, logs, metrics, tracing
+from deskpilot import __version__, config, logs, metrics, tracing
 from deskpilot.client.agent import AsyncAgent
 from deskpilot.config import MetricsSettings, SecuritySettings, UISettings
 from deskpilot.security import deny_framing
@@ -27,6 +28,8 @@ from deskpilot.ui.fleet import DesktopDirectory
 from deskpilot.ui.guard import UIGuard, ui_access
 from deskpilot.ui.metrics import RequestCounter
 from deskpilot.ui.throttle import Throttle
+
+log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
@@ -37,13 +40,13 @@ async def services(app: FastAPI, settings: UISettings, token: str | None) -> Asy
     # Page rendering: short time-outs so "task service down" shows quickly. Proxy: no read time-out
     # (long-lived streams), but a bounded connect so a missing upstream answers 502 promptly.
     async with (
-        AsyncAgent(settings.agent_url, token, timeout=httpx.Timeout(10.0, connect=3.0)) as tasks,
+        AsyncAgent(settings.tasks_url, token, timeout=httpx.Timeout(10.0, connect=3.0)) as tasks,
         httpx.AsyncClient(timeout=httpx.Timeout(None, connect=5.0), follow_redirects=False) as proxying,
     ):
         app.state.settings = settings
         app.state.tasks = tasks
         app.state.proxies = proxy.Proxies(
-            agent=proxy.Upstream("agent", settings.agent_url, "/api", proxying, token),
+            tasks=proxy.Upstream("task", settings.tasks_url, "/api", proxying, token),
             desktop=proxy.Upstream(
                 "desktop", settings.desktop_url, "", proxying, desktop_token or token, live_view_only=True
             ),
@@ -60,6 +63,8 @@ def create_app(
 ) -> FastAPI:
     """``security`` and ``metrics_settings`` default to the environment (``DESKPILOT_*``)."""
     logs.configure()
+    if settings is None:
+        config.log_renamed_variables(log)
     settings = settings or UISettings()
     policy, token, sessions = ui_access(security or SecuritySettings(), settings.session_ttl)
     throttle = Throttle(settings.login_free_attempts, settings.login_max_delay)

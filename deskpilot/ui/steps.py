@@ -3,7 +3,7 @@ task service builds from the conversation) read into what ``_steps.html`` render
 actor, its action as a readable line, its outcome, and the frames before and after it.
 
 The frames are inlined as ``data:`` URIs, as the conversation's screenshots are: the view is fetched only when
-the user opens it, and the archive is capped (``AGENT_TRAJECTORY_MAX_BYTES``). The reading is
+the user opens it, and the archive is capped (``TASKS_TRAJECTORY_MAX_BYTES``). The reading is
 ``deskpilot.computer.trajectory``'s, which the evaluation's HTML report shares.
 """
 

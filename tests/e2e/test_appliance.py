@@ -127,7 +127,7 @@ def test_boot_brings_every_program_up_as_its_user(appliance: Appliance) -> None:
     # display's owner; the task service and the UI as `deskpilot`; a user that cannot read the checkout is
     # replaced by root (tests/integration/test_launcher.py).
     runs_as = appliance.runs_as()
-    services = {"agent-api": "deskpilot", "ui": "deskpilot", "hands": "user"} | dict.fromkeys(
+    services = {"task-api": "deskpilot", "ui": "deskpilot", "hands": "user"} | dict.fromkeys(
         ("desktop-api", "xvfb", "x11vnc"), "deskpilot-display"
     )
     for program in PROGRAMS:

@@ -20,6 +20,7 @@ import pytest
 
 from testbed.appliance import Appliance
 from testbed.probes import BIND, HANDS, REACH, RFB, TCP_RFB
+from testbed.timing import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -71,7 +72,7 @@ def _inet(p: psutil.Process) -> list[psutil._common.pconn]:
 
 
 def test_no_desktop_user_process_can_signal_trace_or_read_the_display_side(appliance: Appliance) -> None:
-    pids = {program: appliance.pid(program) for program in (*DISPLAY_SIDE, "agent-api", "ui")}
+    pids = {program: appliance.pid(program) for program in (*DISPLAY_SIDE, "task-api", "ui")}
     for program, pid in pids.items():
         assert psutil.Process(pid).username() != DESKTOP_USER, program
     for user in (DESKTOP_USER, "nobody"):
@@ -107,12 +108,19 @@ def test_the_desktop_users_worker_serves_the_desktop_service_alone(appliance: Ap
 def test_the_task_service_opens_the_desktop_with_a_credential_that_opens_nothing_else(
     appliance: Appliance,
 ) -> None:
-    credential = psutil.Process(appliance.pid("agent-api")).environ()["AGENT_DESKTOP_TOKEN"]
+    credential = psutil.Process(appliance.pid("task-api")).environ()["TASKS_DESKTOP_TOKEN"]
     assert credential != appliance.token
     bearer = {"Authorization": f"Bearer {credential}"}
     assert httpx.get(f"{appliance.desktop_url}/journal", headers=bearer).status_code == 200
     assert httpx.get(f"{appliance.agent_url}/tasks", headers=bearer).status_code == 401
     assert httpx.get(f"{appliance.ui_url}/api/tasks", headers=bearer).status_code == 401
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return bool(httpx.get(url).json()["status"] == "ok")
+    except httpx.HTTPError:  # not listening yet
+        return False
 
 
 def _memory(pid: int) -> bytes:
@@ -136,8 +144,11 @@ def _memory(pid: int) -> bytes:
 
 def test_the_token_never_reaches_the_desktop_service(appliance: Appliance, tmp_path: Path) -> None:
     """A task with an upload: the task service writes the file through the desktop service, and the UI proxies
-    the live view; neither sends the token, so the desktop service's memory never holds it."""
+    the live view; neither sends the token, so the desktop service's memory never holds it. The service starts
+    afresh first: other tests may send it the token themselves, as any holder of the token may."""
     assert appliance.token
+    appliance.ctl("restart", "desktop-api")
+    wait_until(lambda: _healthy(f"{appliance.desktop_url}/health"), 30, what="the desktop service restarted")
     name = f"least-privilege-{os.getpid()}.txt"
     files = {"files": (name, b"uploaded through the desktop credential", "text/plain")}
     # a model of its own naming: the task runs (and fails, offline) after the upload, and the log it leaves

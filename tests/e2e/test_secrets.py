@@ -86,8 +86,8 @@ def test_the_task_service_and_the_ui_run_as_their_own_user_on_a_private_state_di
     appliance: Appliance,
 ) -> None:
     runs_as = appliance.runs_as()
-    assert runs_as["agent-api"] == runs_as["ui"] == AGENT_USER, "the checkout must be readable by deskpilot"
-    for program in ("agent-api", "ui"):
+    assert runs_as["task-api"] == runs_as["ui"] == AGENT_USER, "the checkout must be readable by deskpilot"
+    for program in ("task-api", "ui"):
         assert username(psutil.Process(appliance.pid(program))) == AGENT_USER, program
     state = appliance.state_dir.stat()
     assert stat.S_IMODE(state.st_mode) == 0o700 and appliance.state_dir.owner() == AGENT_USER
@@ -96,7 +96,7 @@ def test_the_task_service_and_the_ui_run_as_their_own_user_on_a_private_state_di
 
 def test_each_service_reads_its_environment_from_a_file_only_its_user_can_read(appliance: Appliance) -> None:
     runs_as = appliance.runs_as()
-    for program in ("desktop-api", "agent-api", "ui"):
+    for program in ("desktop-api", "task-api", "ui"):
         path = appliance.run_dir / "env" / program
         assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.owner() == runs_as[program], program
     assert not leaks((appliance.run_dir / "env" / "desktop-api").read_text(), appliance)
@@ -111,10 +111,10 @@ def test_read_file_reaches_no_secret(appliance: Appliance) -> None:
     assert own is not None and "DESKTOP_PORT=" in own, "the desktop service reads its own environment"
     assert not leaks(own, appliance)
     targets: list[str | Path] = [
-        *(f"/proc/{appliance.pid(p)}/{f}" for p in ("agent-api", "ui") for f in ("environ", "mem")),
+        *(f"/proc/{appliance.pid(p)}/{f}" for p in ("task-api", "ui") for f in ("environ", "mem")),
         f"/proc/{appliance.proc.pid if appliance.proc else 1}/environ",  # supervisord
         appliance.state_dir / "agent.db",
-        appliance.run_dir / "env" / "agent-api",
+        appliance.run_dir / "env" / "task-api",
         appliance.run_dir / "env" / "ui",
     ]
     for target in targets:
@@ -134,7 +134,7 @@ def test_no_secret_on_any_command_line(appliance: Appliance) -> None:
 
 def test_only_the_task_service_holds_the_keys_and_only_it_and_the_ui_the_token(appliance: Appliance) -> None:
     token = secrets_of(appliance)["DESKPILOT_TOKEN"]
-    agent = environ(psutil.Process(appliance.pid("agent-api")))
+    agent = environ(psutil.Process(appliance.pid("task-api")))
     assert {k: agent.get(k) for k in secrets_of(appliance)} == secrets_of(appliance)
     ui = environ(psutil.Process(appliance.pid("ui")))
     assert ui.get("DESKPILOT_TOKEN") == token and leaks(str(ui), appliance) == ["DESKPILOT_TOKEN"]
@@ -142,7 +142,7 @@ def test_only_the_task_service_holds_the_keys_and_only_it_and_the_ui_the_token(a
     # the token's digest and the desktop credential's, which the task service and the UI present instead
     token_digest, credential_digest = desktop["DESKPILOT_TOKEN_SHA256"].split(",")
     assert token_digest == hashlib.sha256(token.encode()).hexdigest()
-    credential = agent["AGENT_DESKTOP_TOKEN"]
+    credential = agent["TASKS_DESKTOP_TOKEN"]
     assert credential != token and ui["UI_DESKTOP_TOKEN"] == credential
     assert credential_digest == hashlib.sha256(credential.encode()).hexdigest()
     assert "DESKPILOT_TOKEN" not in desktop
@@ -168,7 +168,7 @@ def test_no_process_of_the_desktop_side_holds_a_secret(appliance: Appliance) -> 
     app_env = environ(editor)
     assert app_env["XAUTHORITY"] and not [k for k in app_env if k.startswith("DESKPILOT_")]
 
-    agent_only = set(secrets_of(appliance)) | {"DATABASE_URL", "AGENT_DATABASE_URL"}
+    agent_only = set(secrets_of(appliance)) | {"DATABASE_URL", "TASKS_DATABASE_URL"}
     checked = set()
     for p in appliance.processes():
         if username(p) in ("", AGENT_USER):

@@ -38,13 +38,13 @@ def test_a_token_is_generated_into_the_state_dir_and_not_printed(generated: Appl
     path = generated.state_dir / "token"
     token = token_file(generated)
     assert re.fullmatch(r"[A-Za-z0-9_-]{43}", token), "32 random bytes, URL-safe"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.owner() == generated.runs_as()["agent-api"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.owner() == generated.runs_as()["task-api"]
     log = generated.log.read_text(errors="replace")
     assert token not in log
     assert f"generated one into {path}" in log
     assert f"docker exec <container> cat {path}" in log
     # the task service and the UI hold it, the desktop service its digest
-    assert psutil.Process(generated.pid("agent-api")).environ()["DESKPILOT_TOKEN"] == token
+    assert psutil.Process(generated.pid("task-api")).environ()["DESKPILOT_TOKEN"] == token
     assert psutil.Process(generated.pid("ui")).environ()["DESKPILOT_TOKEN"] == token
     desktop = psutil.Process(generated.pid("desktop-api")).environ()
     assert desktop["DESKPILOT_TOKEN_SHA256"].split(",")[0] == hashlib.sha256(token.encode()).hexdigest()
@@ -85,6 +85,6 @@ def test_a_restart_reuses_the_token(generated: Appliance) -> None:
     log = generated.log.read_text(errors="replace")
     assert token not in log and "generated one" not in log
     assert f"the token kept in {generated.state_dir / 'token'} (generated at the first start)" in log
-    assert psutil.Process(generated.pid("agent-api")).environ()["DESKPILOT_TOKEN"] == token
+    assert psutil.Process(generated.pid("task-api")).environ()["DESKPILOT_TOKEN"] == token
     bearer = {"Authorization": f"Bearer {token}"}
     assert httpx.get(f"{generated.ui_url}/api/tasks", headers=bearer, timeout=10).status_code == 200

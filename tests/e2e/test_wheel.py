@@ -87,7 +87,7 @@ def test_every_command_answers_in_the_base_install(wheel: Path, venv: Path, tmp_
     assert checked.returncode == 1 and 'pip install "deskpilot[server]"' in checked.stderr, checked.stderr
     # a display and ports of its own all the same, should it ever start
     settings = {"DESKPILOT_DISPLAY": free_display()} | {
-        name: str(free_port()) for name in ("DESKTOP_PORT", "AGENT_PORT", "UI_PORT")
+        name: str(free_port()) for name in ("DESKTOP_PORT", "TASKS_PORT", "UI_PORT")
     }
     up = subprocess.run(
         [str(venv / "bin" / "deskpilot"), "up"], env=outside_env(venv) | settings, cwd=tmp_path,

@@ -154,16 +154,16 @@ def test_each_program_runs_as_its_user_with_only_its_own_variables(run: Run) -> 
     c = run.container
     pids = {p: int(c.supervisorctl("pid", p)) for p in PROGRAMS}
     users = {p: c.exec("stat", "-c", "%U", f"/proc/{pid}").strip() for p, pid in pids.items()}
-    own = {"agent-api": "deskpilot", "ui": "deskpilot"} | dict.fromkeys(
+    own = {"task-api": "deskpilot", "ui": "deskpilot"} | dict.fromkeys(
         ("xvfb", "x11vnc", "desktop-api"), "deskpilot-display"
     )
     assert users == {p: own.get(p, "user") for p in PROGRAMS}
-    denied = c.exec("cat", f"/proc/{pids['agent-api']}/environ", user="user", check=False)
+    denied = c.exec("cat", f"/proc/{pids['task-api']}/environ", user="user", check=False)
     assert denied == "", "the desktop user read the task service's environment"
     # (root in the container may not either: Docker withholds CAP_SYS_PTRACE; root on this host may)
     names = {p: set(psutil.Process(c.host_pid(pid)).environ()) for p, pid in pids.items()}
     agent_only = {"DESKPILOT_TOKEN", "AGENT_OPENAI_BASE_URL", "AGENT_MODEL"}
-    assert agent_only <= names["agent-api"]
+    assert agent_only <= names["task-api"]
     assert "DESKPILOT_TOKEN" in names["ui"] and "AGENT_MODEL" not in names["ui"]
     assert "DESKPILOT_TOKEN_SHA256" in names["desktop-api"]
     for program in set(PROGRAMS) - set(own):
@@ -180,7 +180,7 @@ def test_the_desktop_user_reaches_neither_the_vnc_server_nor_the_display_side_pr
     assert listening == []
     rfb = json.loads(c.exec("python3", "-c", RFB, f"{RUN_DIR}/display/vnc.sock", user="user"))
     assert rfb == {"connected": False, "error": "Permission denied"}
-    pids = [c.supervisorctl("pid", p).strip() for p in ("xvfb", "x11vnc", "desktop-api", "agent-api")]
+    pids = [c.supervisorctl("pid", p).strip() for p in ("xvfb", "x11vnc", "desktop-api", "task-api")]
     seen = json.loads(c.exec("python3", "-c", REACH, *pids, user="user"))
     refused = {"signal": "EPERM", "ptrace": "EPERM", "mem": "EACCES", "environ": "EACCES"}
     assert all(r == refused for r in seen.values()), seen

@@ -93,11 +93,11 @@ def test_the_fleets_pods_run_from_the_image(
         statefulset = chart[("StatefulSet", "desk-deskpilot-desktop")]["spec"]["template"]["spec"]
         (appliance,) = statefulset["containers"]
         fleet_env = {e["name"] for e in appliance["env"]}
-        assert {"AGENT_DESKTOP_NAME", "AGENT_DESKTOP_FLEET_URL", "DATABASE_URL"} <= fleet_env
+        assert {"TASKS_DESKTOP_NAME", "TASKS_DESKTOP_FLEET_URL", "DATABASE_URL"} <= fleet_env
         desktop.env = model_settings(model) | {
             "DATABASE_URL": database,
-            "AGENT_DESKTOP_NAME": DESKTOP,  # the pod's name, from metadata.name
-            "AGENT_DESKTOP_FLEET_URL": f"http://127.0.0.1:{desktop.desktop_port}",  # its stable name, here
+            "TASKS_DESKTOP_NAME": DESKTOP,  # the pod's name, from metadata.name
+            "TASKS_DESKTOP_FLEET_URL": f"http://127.0.0.1:{desktop.desktop_port}",  # its stable name, here
         }
         api_pod = chart[("Deployment", "desk-deskpilot-api")]["spec"]["template"]["spec"]
         containers = {c["name"]: c for c in api_pod["containers"]}
@@ -116,7 +116,7 @@ def test_the_fleets_pods_run_from_the_image(
             )
             ui_env = {
                 "DESKPILOT_TOKEN": token,
-                "UI_AGENT_URL": tasks_url,
+                "UI_TASKS_URL": tasks_url,
                 "UI_DESKTOP_URL": desktop.desktop_url,
             }
             pod_run(image, names[1], containers["ui"], api_pod, ui_env, ports)

@@ -59,17 +59,17 @@ def test_desktops_are_a_stateful_set_with_stable_names_and_homes(helm_env: dict[
     (c,) = desktops["template"]["spec"]["containers"]
     env = env_of(c)
     # each pod is a desktop named after itself, reachable and accepted at its stable DNS name
-    assert env["AGENT_DESKTOP_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert env["TASKS_DESKTOP_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     names = [e["name"] for e in c["env"]]
-    assert names.index("AGENT_DESKTOP_NAME") < names.index("AGENT_DESKTOP_FLEET_URL")  # $(...) needs order
-    stable = "$(AGENT_DESKTOP_NAME).desk-deskpilot-desktops.apps.svc"
-    assert env["AGENT_DESKTOP_FLEET_URL"]["value"] == f"http://{stable}:9990"
+    assert names.index("TASKS_DESKTOP_NAME") < names.index("TASKS_DESKTOP_FLEET_URL")  # $(...) needs order
+    stable = "$(TASKS_DESKTOP_NAME).desk-deskpilot-desktops.apps.svc"
+    assert env["TASKS_DESKTOP_FLEET_URL"]["value"] == f"http://{stable}:9990"
     assert f"{stable}.cluster.local" in env["DESKPILOT_ALLOWED_HOSTS"]["value"].split(",")
-    assert env["AGENT_DESKTOP_LABELS"]["value"] == "gpu,big"
+    assert env["TASKS_DESKTOP_LABELS"]["value"] == "gpu,big"
     assert env["DATABASE_URL"]["valueFrom"] == {
         "secretKeyRef": {"name": "desk-deskpilot-postgresql", "key": "DATABASE_URL"}
     }
-    assert "AGENT_WORKER_ENABLED" not in env  # the desktops' workers run the tasks
+    assert "TASKS_WORKER_ENABLED" not in env  # the desktops' workers run the tasks
 
 
 def test_the_api_and_ui_are_a_stateless_deployment_behind_the_release_service(
@@ -86,9 +86,9 @@ def test_the_api_and_ui_are_a_stateless_deployment_behind_the_release_service(
         "deskpilot.tasks.app:create_app" in tasks["command"]
         and "deskpilot.ui.server:create_app" in ui["command"]
     )
-    assert env_of(tasks)["AGENT_WORKER_ENABLED"]["value"] == "false"
+    assert env_of(tasks)["TASKS_WORKER_ENABLED"]["value"] == "false"
     assert env_of(tasks)["DATABASE_URL"]["valueFrom"]["secretKeyRef"]["name"] == "desk-deskpilot-postgresql"
-    assert env_of(ui)["UI_AGENT_URL"]["value"] == "http://127.0.0.1:9991"
+    assert env_of(ui)["UI_TASKS_URL"]["value"] == "http://127.0.0.1:9991"
     desktop0 = urlsplit(env_of(ui)["UI_DESKTOP_URL"]["value"])
     assert desktop0.hostname == "desk-deskpilot-desktop-0.desk-deskpilot-desktops.apps.svc"
     for c in (tasks, ui):  # nothing here needs root or a writable image

@@ -36,7 +36,7 @@ def test_a_checkout_every_user_can_read_runs_each_program_as_its_user() -> None:
     config, stderr = print_config(ROOT)
     assert config["DESKPILOT_HANDS_RUNS_AS"] == config["DESKPILOT_USER"] == "user"
     assert config["DESKPILOT_DESKTOP_RUNS_AS"] == config["DESKPILOT_DISPLAY_USER"] == "deskpilot-display"
-    assert config["DESKPILOT_AGENT_RUNS_AS"] == config["DESKPILOT_AGENT_USER"] == "deskpilot"
+    assert config["DESKPILOT_TASKS_RUNS_AS"] == config["DESKPILOT_TASKS_USER"] == "deskpilot"
     assert "WARNING" not in stderr
 
 
@@ -58,18 +58,18 @@ def test_an_unreadable_checkout_falls_back_to_root_and_says_so(tmp_path: Path) -
 
 def test_defaults_are_the_production_ones_and_the_environment_overrides_them() -> None:
     config, _ = print_config(ROOT)
-    assert (config["DESKPILOT_DISPLAY"], config["DESKTOP_PORT"], config["AGENT_PORT"], config["UI_PORT"]) == (
+    assert (config["DESKPILOT_DISPLAY"], config["DESKTOP_PORT"], config["TASKS_PORT"], config["UI_PORT"]) == (
         ":0",
         "9990",
         "9991",
         "9992",
     )
-    assert config["AGENT_DATABASE_URL"] == "sqlite+aiosqlite:////var/lib/deskpilot/agent.db"
+    assert config["TASKS_DATABASE_URL"] == "sqlite+aiosqlite:////var/lib/deskpilot/agent.db"
     config, _ = print_config(ROOT, DESKPILOT_DISPLAY=":57", DESKTOP_PORT="1999", DESKPILOT_STATE_DIR="/srv/s")
     assert (config["DESKPILOT_DISPLAY"], config["DESKTOP_PORT"]) == (":57", "1999")
-    assert config["AGENT_DATABASE_URL"] == "sqlite+aiosqlite:////srv/s/agent.db"
-    config, _ = print_config(ROOT, AGENT_DATABASE_URL="postgresql://deskpilot:pw-of-the-db@db:5432/tasks")
-    assert config["AGENT_DATABASE_URL"] == "postgresql://deskpilot:***@db:5432/tasks"
+    assert config["TASKS_DATABASE_URL"] == "sqlite+aiosqlite:////srv/s/agent.db"
+    config, _ = print_config(ROOT, TASKS_DATABASE_URL="postgresql://deskpilot:pw-of-the-db@db:5432/tasks")
+    assert config["TASKS_DATABASE_URL"] == "postgresql://deskpilot:***@db:5432/tasks"
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_the_token_is_given_generated_none_or_off(env: dict[str, str], source: s
     [
         ({"DESKPILOT_AUTH": "maybe"}, "DESKPILOT_AUTH must be on or off"),
         ({"DESKPILOT_TOKEN_SHA256": "ab" * 32}, "the appliance needs DESKPILOT_TOKEN"),
-        ({"DESKPILOT_AGENT_USER": "no-such-user-here"}, "the user 'no-such-user-here' does not exist"),
+        ({"DESKPILOT_TASKS_USER": "no-such-user-here"}, "the user 'no-such-user-here' does not exist"),
     ],
 )
 def test_a_setting_it_cannot_use_stops_the_launcher_with_the_reason(env: dict[str, str], reason: str) -> None:

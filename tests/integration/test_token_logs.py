@@ -91,12 +91,12 @@ def environment(name: str, display: Display, files: Path, tmp_path: Path) -> dic
     env |= {"DESKPILOT_TOKEN": TOKEN}
     if name == "tasks":
         return env | {
-            "AGENT_DATABASE_URL": f"sqlite:///{tmp_path}/agent.db",
-            "AGENT_WORKER_ENABLED": "false",
-            "AGENT_EXECUTOR": "",
-            "AGENT_DESKTOP_URL": f"http://127.0.0.1:{free_port()}",
+            "TASKS_DATABASE_URL": f"sqlite:///{tmp_path}/agent.db",
+            "TASKS_WORKER_ENABLED": "false",
+            "TASKS_EXECUTOR": "",
+            "TASKS_DESKTOP_URL": f"http://127.0.0.1:{free_port()}",
         }
-    return env | {"UI_AGENT_URL": f"http://127.0.0.1:{free_port()}"}
+    return env | {"UI_TASKS_URL": f"http://127.0.0.1:{free_port()}"}
 
 
 def command(name: str, setup: str, port: int, tmp_path: Path) -> list[str]:

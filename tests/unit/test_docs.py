@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 OPERATIONS = DOCS / "operations.md"
-PAGES = ("desktop-api.md", "agent-api.md", "mcp.md", "operations.md", "benchmarks.md", "design.md")
+PAGES = ("desktop-api.md", "task-api.md", "mcp.md", "operations.md", "benchmarks.md", "design.md")
 MARKDOWN = [README, *sorted(DOCS.glob("*.md"))]
 
 _FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
@@ -155,10 +155,10 @@ def test_settings_tables_live_only_in_operations(page: Path) -> None:
 
 
 def test_the_provider_table_is_the_one_in_config() -> None:
-    rows = (DOCS / "agent-api.md").read_text().splitlines()
+    rows = (DOCS / "task-api.md").read_text().splitlines()
     for p in PROVIDERS:
         row = next((r for r in rows if r.startswith("|") and f"`{p.key_var}`" in r), None)
-        assert row is not None, f"agent-api.md's provider table has no row for {p.key_var}"
+        assert row is not None, f"task-api.md's provider table has no row for {p.key_var}"
         assert f"`{p.model_var}` (`{p.default_model}`)" in row
         assert f"`{p.name}/{p.default_model}`" in row
 

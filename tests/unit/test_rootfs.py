@@ -80,8 +80,8 @@ def test_the_session_runs_as_the_desktop_user_the_display_and_the_services_as_sy
         "xvfb": "%(ENV_DESKPILOT_DESKTOP_RUNS_AS)s",  # it attaches the desktop service's SHM segments
         "x11vnc": "%(ENV_DESKPILOT_DESKTOP_RUNS_AS)s",  # its socket is in the display owner's directory
         "hands": "%(ENV_DESKPILOT_HANDS_RUNS_AS)s",  # the desktop user, or root
-        "agent-api": "%(ENV_DESKPILOT_AGENT_RUNS_AS)s",  # deskpilot, or root
-        "ui": "%(ENV_DESKPILOT_AGENT_RUNS_AS)s",
+        "task-api": "%(ENV_DESKPILOT_TASKS_RUNS_AS)s",  # deskpilot, or root
+        "ui": "%(ENV_DESKPILOT_TASKS_RUNS_AS)s",
     }
     for name, p in supervisord_programs().items():
         assert p["user"] == users.get(name, "%(ENV_DESKPILOT_USER)s"), name
@@ -106,7 +106,7 @@ def test_the_services_get_their_own_environment_and_x_clients_wait_for_the_displ
     parser.read(ROOT / "supervisord.conf")
     assert not [s for s in parser.sections() if parser.has_option(s, "environment")]
     programs = supervisord_programs()
-    for name in ("desktop-api", "agent-api", "ui", "hands", "x11vnc"):
+    for name in ("desktop-api", "task-api", "ui", "hands", "x11vnc"):
         wrapper = f"%(ENV_DESKPILOT_RUN_DIR)s/with-env.sh %(ENV_DESKPILOT_RUN_DIR)s/env/{name}"
         assert programs[name]["command"].startswith(wrapper), name
     for name in ("xfwm4", "xfdesktop", "xfce4-panel"):

@@ -79,9 +79,27 @@ def test_make_test_runs_the_whole_suite_and_each_target_is_defined_once() -> Non
     assert result.returncode == 0, result.stderr
     # a second rule for a target replaces the first one's recipe with only a warning
     assert "overriding recipe" not in result.stderr, result.stderr
-    pytest_lines = [line for line in result.stdout.splitlines() if "/bin/pytest" in line]
+    pytest_lines = [line for line in result.stdout.splitlines() if "pytest" in line.split("/")[-1]]
     assert pytest_lines, result.stdout
     assert all(" -m " not in line and "tests/" not in line for line in pytest_lines), pytest_lines
     targets = re.findall(r"^([a-z-]+):", (ROOT / "Makefile").read_text(), re.M)
     assert sorted(targets) == sorted(set(targets)), "a target defined twice"
     assert "image-test" in targets
+
+
+def test_the_launcher_hands_the_task_service_exactly_the_providers_variables() -> None:
+    """The launcher's list of provider variables (scripts/appliance.sh) is deskpilot.config.PROVIDERS, no
+    more: a provider added to the table reaches the task service, and no other variable ending in _API_KEY
+    does."""
+    from deskpilot.config import PROVIDERS
+
+    launcher = (ROOT / "scripts" / "appliance.sh").read_text()
+    patterns = re.findall(r"^take '([^']+)' tasks_env", launcher, re.MULTILINE)
+    handed = [re.compile(f"^({p})$") for p in patterns]
+    for provider in PROVIDERS:
+        for name in (provider.key_var, provider.model_var):
+            assert any(p.match(name) for p in handed), f"{name} ({provider.name}) is not handed on"
+    named = re.compile(r"^take '\(([A-Z|]+)\)_\(API_KEY\|MODEL\)' tasks_env", re.MULTILINE).search(launcher)
+    assert named, "the launcher names the providers in one pattern: (NAME|...)_(API_KEY|MODEL)"
+    prefixes = {p.key_var.removesuffix("_API_KEY") for p in PROVIDERS if p.key_var.endswith("_API_KEY")}
+    assert set(named.group(1).split("|")) == prefixes

@@ -128,9 +128,9 @@ async def get_task(task_id: str, service: Service) -> Response:
 TRAJECTORY_ERRORS: dict[int | str, dict[str, Any]] = {
     **ERRORS,
     200: {"content": {"application/zip": {}}, "description": "the archive"},
-    410: {"model": ErrorOut, "description": "past AGENT_TRAJECTORY_RETENTION_DAYS: neither kept nor served"},
+    410: {"model": ErrorOut, "description": "past TASKS_TRAJECTORY_RETENTION_DAYS: neither kept nor served"},
     501: {"model": ErrorOut, "description": "video asked for, and no ffmpeg where the service runs"},
-    503: {"model": ErrorOut, "description": "the video took longer than AGENT_TRAJECTORY_VIDEO_TIMEOUT"},
+    503: {"model": ErrorOut, "description": "the video took longer than TASKS_TRAJECTORY_VIDEO_TIMEOUT"},
 }
 
 
@@ -142,8 +142,8 @@ async def get_trajectory(
 ) -> Response:
     """The task's trajectory as a zip: ``trajectory.jsonl`` (its steps: actor, action, outcome, frames) and
     the frames as PNG, for ``deskpilot replay``; with ``video=true`` also ``trajectory.mp4``, one frame per
-    step. At most ``AGENT_TRAJECTORY_MAX_BYTES`` (its header's ``truncated`` says what was left out); 410 past
-    ``AGENT_TRAJECTORY_RETENTION_DAYS`` (docs/evaluation.md)."""
+    step. At most ``TASKS_TRAJECTORY_MAX_BYTES`` (its header's ``truncated`` says what was left out); 410 past
+    ``TASKS_TRAJECTORY_RETENTION_DAYS`` (docs/evaluation.md)."""
     task, messages, _ = await service.store.get_task_detail(task_id)
     check_served(task, service.settings.trajectory_retention_days)
     journal = await task_journal_steps(service, task)

@@ -1,4 +1,4 @@
-// Shared by every page: the agent API through the same-origin proxy, the live event socket,
+// Shared by every page: the task API through the same-origin proxy, the live event socket,
 // local times and small notices. Plain ES modules, no build step.
 
 // The task statuses as the task API's enum has them (deskpilot/taskapi/types.py), rendered into every page
@@ -18,7 +18,7 @@ function toLogin() {
 let leaving = false;
 document.querySelector("form.logout")?.addEventListener("submit", () => { leaving = true; });
 
-/** Call the agent API through /api; resolves to the JSON body, rejects with the agent's message. */
+/** Call the task API through /api; resolves to the JSON body, rejects with the agent's message. */
 export async function api(method, path, body) {
   const init = { method, headers: {} };
   if (body instanceof FormData) {
@@ -70,7 +70,7 @@ function setLive(state, text) {
 }
 
 /**
- * The task service's WebSocket (/ws, relayed at /api/ws; docs/agent-api.md): {"event": "task_created"|"task_updated"|"task_deleted"|
+ * The task service's WebSocket (/ws, relayed at /api/ws; docs/task-api.md): {"event": "task_created"|"task_updated"|"task_deleted"|
  * "new_message", "data": ...}. `taskId` subscribes to that task's events only (`/ws?taskId=`), `events` to those
  * kinds only (`/ws?events=`). `onOpen` runs on every (re)connect so a page can catch up on what it missed while
  * disconnected. Reconnects with backoff.

@@ -14,32 +14,32 @@ from testbed.net import ServerThread, free_port
 
 def test_task_list_says_the_agent_is_down_and_which_variable_points_at_it(browser) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
-    with ServerThread(create_app(UISettings(agent_url=dead, desktop_url=dead))) as ui:
+    with ServerThread(create_app(UISettings(tasks_url=dead, desktop_url=dead))) as ui:
         page = browser.new_page()
         errors = PageErrors(page)
         page.goto(ui.url)
         notice = page.locator(".notice.error")
-        expect(notice).to_contain_text("The agent service is not answering")
+        expect(notice).to_contain_text("The task service is not answering")
         expect(notice).to_contain_text(dead)
-        expect(notice).to_contain_text("UI_AGENT_URL")
+        expect(notice).to_contain_text("UI_TASKS_URL")
         expect(page.locator("#live")).to_have_attribute("data-state", "down")
         expect(page.locator("#live")).to_contain_text("not reachable")
         page.goto(f"{ui.url}/tasks/some-id")
-        expect(page.locator(".notice.error")).to_contain_text("The agent service is not answering")
+        expect(page.locator(".notice.error")).to_contain_text("The task service is not answering")
         errors.check()
         page.close()
 
 
 def test_firefox_runs_the_pages_scripts_too() -> None:
     dead = f"http://127.0.0.1:{free_port()}"
-    with ServerThread(create_app(UISettings(agent_url=dead, desktop_url=dead))) as ui:
+    with ServerThread(create_app(UISettings(tasks_url=dead, desktop_url=dead))) as ui:
         ff = Firefox()
         try:
             ff.goto(ui.url)
             # The live light is set by the page's module script, so this proves the modules ran.
             live = "document.querySelector('#live')"
             assert "not reachable" in ff.wait_for(f"{live}.dataset.state === 'down' && {live}.textContent")
-            assert "UI_AGENT_URL" in ff.js("document.querySelector('.notice.error').innerText")
+            assert "UI_TASKS_URL" in ff.js("document.querySelector('.notice.error').innerText")
             assert ff.errors == []
         finally:
             ff.close()
@@ -52,11 +52,11 @@ def test_page_shown_while_the_agent_was_down_recovers_when_it_starts(tmp_path, b
         worker_enabled=False,
         desktop_url=f"http://127.0.0.1:{free_port()}",
     )
-    with ServerThread(create_app(UISettings(agent_url=f"http://127.0.0.1:{port}"))) as ui:
+    with ServerThread(create_app(UISettings(tasks_url=f"http://127.0.0.1:{port}"))) as ui:
         page = browser.new_page()
         errors = PageErrors(page)
         page.goto(ui.url)
-        expect(page.locator(".notice.error")).to_contain_text("The agent service is not answering")
+        expect(page.locator(".notice.error")).to_contain_text("The task service is not answering")
         expect(page.locator("#live")).to_have_attribute("data-state", "down")
         with ServerThread(agent_app(agent), port=port):
             expect(page.locator("#task-rows")).to_contain_text("No tasks yet", timeout=20_000)

@@ -211,7 +211,7 @@ def targets(request, tmp_path, desktop_settings: DesktopSettings) -> Iterator[Ta
             env.setenv("DESKPILOT_TOKEN", token)
         agent = agent_app(agent_settings)
         with ServerThread(desktop) as d, ServerThread(agent) as a:
-            ui_settings = UISettings(agent_url=a.url, desktop_url=d.url)
+            ui_settings = UISettings(tasks_url=a.url, desktop_url=d.url)
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             with (
                 ServerThread(ui_app(ui_settings, SecuritySettings(token=token))) as ui,

@@ -1,5 +1,5 @@
 """A finished task's page tells the truth: its result as text (not JSON), on first render and live, and no
-take-over or hand-back (the API refuses a take-over of a finished task). The agent service runs with its
+take-over or hand-back (the API refuses a take-over of a finished task). The task service runs with its
 worker and an executor that finishes when told to, so the page sees the task end while it is open."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def agent(tmp_path, desktop_url: str, executor: FinishWhenTold) -> Iterator[tupl
     )
     with (
         ServerThread(agent_app(settings, executor=executor)) as tasks,
-        ServerThread(ui_app(UISettings(agent_url=tasks.url, desktop_url=desktop_url))) as ui,
+        ServerThread(ui_app(UISettings(tasks_url=tasks.url, desktop_url=desktop_url))) as ui,
         httpx.Client(base_url=tasks.url, timeout=10) as client,
     ):
         yield ui.url, client

@@ -1,4 +1,4 @@
-"""The fleet's pages in Chromium against the real agent service (SQLite, no worker) whose registry holds one
+"""The fleet's pages in Chromium against the real task service (SQLite, no worker) whose registry holds one
 desktop, announced at the real desktop service of the UI tests (x11vnc on their own Xvfb): the Desktops page
 lists it, its page shows its live view through /desktops/<name>/vnc, and taking it over (and handing it back)
 reaches the task service and gives the view control of the real pointer."""
@@ -38,7 +38,7 @@ def fleet_ui(tmp_path: Path, desktop_url: str) -> Iterator[tuple[str, httpx.Clie
     with (
         ServerThread(agent_app(settings)) as agent,
         ServerThread(
-            ui_app(UISettings(agent_url=agent.url, desktop_url=f"http://127.0.0.1:{free_port()}"))
+            ui_app(UISettings(tasks_url=agent.url, desktop_url=f"http://127.0.0.1:{free_port()}"))
         ) as ui,
         httpx.Client(base_url=agent.url, timeout=10) as client,
     ):

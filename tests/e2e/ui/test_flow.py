@@ -1,4 +1,4 @@
-"""The whole flow through the UI in Chromium, everything real but the model: the agent service with its
+"""The whole flow through the UI in Chromium, everything real but the model: the task service with its
 worker and the agent loop, the desktop service on the test Xvfb (with x11vnc behind its /vnc), and the
 scripted OpenAI-compatible model (deskpilot.scripted) playing the model.
 
@@ -139,7 +139,7 @@ def test_create_follow_answer_take_over_hand_back_and_cancel(
     settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url, desktop_files)
     with (
         serve_agent(settings) as agent,
-        ServerThread(ui_app(UISettings(agent_url=str(agent.client.base_url), desktop_url=desktop_url))) as ui,
+        ServerThread(ui_app(UISettings(tasks_url=str(agent.client.base_url), desktop_url=desktop_url))) as ui,
     ):
         agent_http.append(agent.client)
         page: Page = browser.new_page(viewport={"width": 1600, "height": 1000})
@@ -214,7 +214,7 @@ def test_a_task_for_review_is_marked_complete_from_its_page(
     settings = loop_settings(tmp_path / "agent.db", desktop_url, llm.base_url, desktop_files)
     with (
         serve_agent(settings) as agent,
-        ServerThread(ui_app(UISettings(agent_url=str(agent.client.base_url), desktop_url=desktop_url))) as ui,
+        ServerThread(ui_app(UISettings(tasks_url=str(agent.client.base_url), desktop_url=desktop_url))) as ui,
     ):
         page: Page = browser.new_page()
         errors = PageErrors(page)

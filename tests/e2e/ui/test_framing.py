@@ -76,7 +76,7 @@ def services(
     desktop = desktop_app(desktop_settings, security=with_digest() if token else security())
     agent = agent_app(agent_settings, security=with_token() if token else security())
     with ServerThread(desktop) as d, ServerThread(agent) as a:
-        ui_settings = UISettings(agent_url=a.url, desktop_url=d.url)
+        ui_settings = UISettings(tasks_url=a.url, desktop_url=d.url)
         with ServerThread(ui_app(ui_settings, with_token() if token else security())) as ui:
             yield {"desktop": local(d.url), "tasks": local(a.url), "ui": local(ui.url)}
 

@@ -1,7 +1,7 @@
 """The UI in Chromium with a token configured: the login page, the session cookie, and everything the UI
 does through its proxy in the browser's name (the agent's API and events, the live desktop).
 
-The agent service and the desktop service are real and configured as the appliance configures them: the
+The task service and the desktop service are real and configured as the appliance configures them: the
 agent with the token, the desktop with its digest only. The browser never holds the token after logging in:
 it holds the session cookie, and the UI adds the token to what it forwards.
 """
@@ -48,7 +48,7 @@ def stack(tmp_path, desktop_settings: DesktopSettings) -> Iterator[Stack]:
         env.setenv("DESKPILOT_TOKEN", TOKEN)
         agent = agent_app(agent_settings)
         with ServerThread(desktop) as d, ServerThread(agent) as a:
-            settings = UISettings(agent_url=a.url, desktop_url=d.url)
+            settings = UISettings(tasks_url=a.url, desktop_url=d.url)
             with (
                 ServerThread(ui_app(settings, SecuritySettings(token=TOKEN))) as ui,
                 httpx.Client(base_url=a.url, headers=BEARER, timeout=10) as client,

@@ -1,4 +1,4 @@
-"""The web UI in Debian's Chromium against the real agent service (SQLite in a temp dir, no worker) and
+"""The web UI in Debian's Chromium against the real task service (SQLite in a temp dir, no worker) and
 the real desktop service's live view (x11vnc on the UI tests' own Xvfb).
 
 Without a worker nothing changes a task's status but requests, so every change seen here was made by
@@ -49,7 +49,7 @@ def agent_settings(tmp_path) -> TaskSettings:
 def stack(tmp_path, desktop_url: str) -> Iterator[Stack]:
     with (
         ServerThread(agent_app(agent_settings(tmp_path))) as agent,
-        ServerThread(ui_app(UISettings(agent_url=agent.url, desktop_url=desktop_url))) as ui,
+        ServerThread(ui_app(UISettings(tasks_url=agent.url, desktop_url=desktop_url))) as ui,
         httpx.Client(base_url=agent.url, timeout=10) as client,
     ):
         yield Stack(ui.url, client)

@@ -17,7 +17,7 @@ from testbed.net import ServerThread
 
 
 def ui_settings(agent_url: object, desktop_url: str) -> UISettings:
-    return UISettings(agent_url=str(agent_url), desktop_url=desktop_url)
+    return UISettings(tasks_url=str(agent_url), desktop_url=desktop_url)
 
 
 def test_the_task_page_shows_the_trajectory_step_by_step(

@@ -1,6 +1,6 @@
 """The agent loop end to end: a scripted model over real HTTP drives real tasks on a real desktop.
 
-Each test scripts the model's tool calls, runs a task through the agent service's own worker, and checks
+Each test scripts the model's tool calls, runs a task through the task service's own worker, and checks
 both the effect on the desktop and what the agent sent to the model.
 """
 
@@ -49,7 +49,7 @@ def hello_script(folder: Path) -> list:
 def run_once(
     tmp_path: Path, desktop_url: str, files_dir: Path, llm_url: str, description: str, **overrides: Any
 ) -> dict:
-    """One task through an agent service with these settings, until it comes to rest."""
+    """One task through an task service with these settings, until it comes to rest."""
     settings = loop_settings(tmp_path / "once.db", desktop_url, llm_url, files_dir, **overrides)
     with serve_agent(settings) as agent:
         return agent.wait(agent.create(description)["id"])

@@ -230,7 +230,7 @@ def test_without_the_endpoint_nothing_is_sent_and_no_sdk_is_set_up(
     )
     env = {k: v for k, v in loop_display.env.items() if not k.startswith(("OTEL_", "DESKPILOT_", "DESKTOP_"))}
     env |= {"DESKTOP_DISPLAY": loop_display.name, "DESKTOP_FILES_DIR": str(desktop_files)}
-    env |= {"AGENT_DATABASE_URL": f"sqlite:///{tmp_path}/unset.db", "AGENT_WORKER_ENABLED": "false"}
+    env |= {"TASKS_DATABASE_URL": f"sqlite:///{tmp_path}/unset.db", "TASKS_WORKER_ENABLED": "false"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "ProxyTracerProvider False []"

@@ -182,4 +182,4 @@ def test_the_trajectory_comes_with_an_mp4_of_its_frames_on_request(
         "message": missing.json()["message"],
         "error": "Not Implemented",
     }
-    assert "ffmpeg" in missing.json()["message"] and "AGENT_TRAJECTORY_FFMPEG" in missing.json()["message"]
+    assert "ffmpeg" in missing.json()["message"] and "TASKS_TRAJECTORY_FFMPEG" in missing.json()["message"]

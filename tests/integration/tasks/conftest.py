@@ -36,6 +36,6 @@ def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
 
 @pytest.fixture
 def api(db_url: str) -> Iterator[TaskApi]:
-    """The agent API without a worker: statuses change only by request."""
+    """The task API without a worker: statuses change only by request."""
     with serve(db_url) as client:
         yield client

@@ -1,4 +1,4 @@
-"""Every endpoint of the agent API over real HTTP, on SQLite and PostgreSQL: success and error bodies."""
+"""Every endpoint of the task API over real HTTP, on SQLite and PostgreSQL: success and error bodies."""
 
 from __future__ import annotations
 

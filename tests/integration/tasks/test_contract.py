@@ -4,6 +4,7 @@ the UI renders what the typed client read, and its pages' scripts compare timest
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import httpx
 from pydantic import TypeAdapter
@@ -20,9 +21,10 @@ def test_the_contract_writes_back_what_the_service_answered(api: httpx.Client) -
     assert detail["files"] and len(detail["messages"]) == 2 and detail["scheduledFor"]
     listed = api.get("/tasks").json()
     messages = api.get(f"/tasks/{created['id']}/messages").json()
-    for model, answer in (
+    models: list[tuple[TypeAdapter[Any], Any]] = [
         (TypeAdapter(TaskDetail), detail),
         (TypeAdapter(list[TaskOut]), listed),
         (TypeAdapter(list[MessageOut]), messages),
-    ):
+    ]
+    for model, answer in models:
         assert model.dump_python(model.validate_python(answer), mode="json", by_alias=True) == answer

@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 
 from deskpilot.computer.client import AsyncDesktop
+from deskpilot.taskapi.types import iso
 from deskpilot.tasks.journal_steps import journal_steps, run_window, task_journal_steps
 from deskpilot.tasks.models import Task
-from deskpilot.tasks.schemas import iso
 from deskpilot.tasks.trajectory import trajectory
 from testbed.timing import wait_until
 from testbed.xvfb import Display

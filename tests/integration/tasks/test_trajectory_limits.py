@@ -1,6 +1,6 @@
 """The trajectory's cap and retention on a real service and database: an archive past
-AGENT_TRAJECTORY_MAX_BYTES is served truncated and says so (never a 500); past
-AGENT_TRAJECTORY_RETENTION_DAYS a finished task's trajectory answers 410 and the sweep drops its frames
+TASKS_TRAJECTORY_MAX_BYTES is served truncated and says so (never a 500); past
+TASKS_TRAJECTORY_RETENTION_DAYS a finished task's trajectory answers 410 and the sweep drops its frames
 from the conversation, once, leaving the task and its text."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_past_retention_a_trajectory_is_neither_served_nor_kept(db_url: str) -> 
         body = r.json()
         assert (body["statusCode"], body["error"]) == (410, "Gone")
         assert body["message"].startswith("trajectory:")
-        assert "AGENT_TRAJECTORY_RETENTION_DAYS" in body["message"]
+        assert "TASKS_TRAJECTORY_RETENTION_DAYS" in body["message"]
 
         # the sweep drops the old task's frames, once; the fresh task keeps its own
         assert with_store(db_url, lambda store: drop_expired_frames(store, 2)) == 2

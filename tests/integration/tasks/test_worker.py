@@ -55,7 +55,7 @@ def test_default_executor_is_the_agent_loop_and_fails_honestly_without_a_provide
 
 
 def test_a_build_without_the_agent_loop_fails_tasks_honestly(db_url: str) -> None:
-    executor = load_executor("deskpilot.tasks.executor:UnavailableExecutor")  # what AGENT_EXECUTOR=... loads
+    executor = load_executor("deskpilot.tasks.executor:UnavailableExecutor")  # what TASKS_EXECUTOR=... loads
     with serve(db_url, executor, worker_enabled=True, poll_seconds=60) as api:
         task_id = post(api, "anything")
         wait_until(lambda: status(api, task_id) == "FAILED", 5)

@@ -59,7 +59,7 @@ class Upstreams:
     desktop_url: str
 
     def ui(self, token: str | None = TOKEN, **config) -> ServerThread:
-        settings = UISettings(agent_url=self.agent_url, desktop_url=self.desktop_url)
+        settings = UISettings(tasks_url=self.agent_url, desktop_url=self.desktop_url)
         return ServerThread(create_app(settings, SecuritySettings(token=token)), **config)
 
 

@@ -68,7 +68,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]
                 await store.close()
 
         asyncio.run(announce())
-        settings = UISettings(agent_url=str(api.base_url), desktop_url="http://127.0.0.1:9")
+        settings = UISettings(tasks_url=str(api.base_url), desktop_url="http://127.0.0.1:9")
         with ServerThread(create_app(settings)) as ui:
             yield ui.url, b.url
 

@@ -31,7 +31,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UI]:
     db = tmp_path_factory.mktemp("ui-metrics") / "agent.db"
     with serve(f"sqlite:///{db}") as tasks:
         task_id = tasks.post("/tasks", json={"description": "counted"}).json()["id"]
-        settings = UISettings(agent_url=str(tasks.base_url), desktop_url="http://127.0.0.1:9")
+        settings = UISettings(tasks_url=str(tasks.base_url), desktop_url="http://127.0.0.1:9")
         with ServerThread(create_app(settings, SecuritySettings(token=TOKEN))) as server:
             yield UI(server.url, task_id)
 
@@ -73,7 +73,7 @@ def test_requests_are_counted_by_route_template(ui: UI) -> None:
 
 
 def test_metrics_off(ui: UI) -> None:
-    settings = UISettings(agent_url="http://127.0.0.1:9", desktop_url="http://127.0.0.1:9")
+    settings = UISettings(tasks_url="http://127.0.0.1:9", desktop_url="http://127.0.0.1:9")
     app = create_app(settings, SecuritySettings(token=TOKEN), MetricsSettings(metrics="off"))
     with ServerThread(app) as server:
         assert httpx.get(f"{server.url}/metrics", headers=BEARER).status_code == 404

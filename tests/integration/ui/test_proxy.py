@@ -2,7 +2,7 @@
 
 The upstream here is a small real HTTP server that echoes what reaches it, so the proxy's mechanics
 (streaming, binary frames, subprotocols, redirects) are checked on their own; the pages and flows
-are tested against the real agent service in tests/e2e/test_ui_browser.py.
+are tested against the real task service in tests/e2e/test_ui_browser.py.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def echo_app() -> FastAPI:
 @pytest.fixture(scope="module")
 def ui() -> Iterator[str]:
     with ServerThread(echo_app()) as upstream:
-        settings = UISettings(agent_url=upstream.url, desktop_url=upstream.url)
+        settings = UISettings(tasks_url=upstream.url, desktop_url=upstream.url)
         with ServerThread(create_app(settings)) as server:
             yield server.url
 
@@ -130,7 +130,7 @@ def test_websocket_passes_the_query_and_the_close_code(ui: str) -> None:
 
 def test_unreachable_upstream_answers_in_the_agent_error_shape() -> None:
     dead = f"http://127.0.0.1:{free_port()}"
-    with ServerThread(create_app(UISettings(agent_url=dead, desktop_url=dead))) as server:
+    with ServerThread(create_app(UISettings(tasks_url=dead, desktop_url=dead))) as server:
         r = httpx.get(f"{server.url}/api/tasks")
         assert r.status_code == 502
         assert r.json()["error"] == "Bad Gateway"

@@ -48,7 +48,7 @@ class Stack:
 def stack() -> Iterator[Stack]:
     agent, desktop = Recorder(), Recorder()
     with ServerThread(agent) as a, ServerThread(desktop) as d:
-        settings = UISettings(agent_url=a.url, desktop_url=d.url)
+        settings = UISettings(tasks_url=a.url, desktop_url=d.url)
         with ServerThread(create_app(settings)) as ui:
             yield Stack(ui.port, agent, desktop)
 

@@ -76,7 +76,7 @@ class Upstreams:
     desktop_url: str
 
     def ui(self, **settings: Any) -> ServerThread:
-        config = UISettings(agent_url=self.agent_url, desktop_url=self.desktop_url, **settings)
+        config = UISettings(tasks_url=self.agent_url, desktop_url=self.desktop_url, **settings)
         return ServerThread(create_app(config, SecuritySettings(token=TOKEN)))
 
 
