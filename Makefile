@@ -33,11 +33,11 @@ run: system $(STAMP) ## start the whole appliance in the foreground (Ctrl-C stop
 demo: $(STAMP) ## one task end to end on the desktop of a running `make run`, by a scripted model (no key)
 	$(PY) scripts/demo.py
 
-test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite (the image too: it starts an engine)
+test: system-test $(STAMP) $(HELM) ## install what is missing and run the whole test suite (the image too: it starts an engine), with its coverage
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest
+	scripts/pytest-coverage.sh $(VENV)
 
 e2e: system-test $(STAMP) ## only the end-to-end tests (boot the whole appliance, real browser)
 	$(VENV)/bin/pytest -m e2e
