@@ -48,7 +48,7 @@ def test_an_unreadable_checkout_falls_back_to_root_and_says_so(tmp_path: Path) -
     shutil.copytree(ROOT / "scripts", checkout / "scripts")
     shutil.copy(ROOT / "supervisord.conf", checkout)
     config, stderr = print_config(checkout)
-    runs_as = {config[f"DESKPILOT_{who}_RUNS_AS"] for who in ("HANDS", "DESKTOP", "AGENT")}
+    runs_as = {config[f"DESKPILOT_{who}_RUNS_AS"] for who in ("HANDS", "DESKTOP", "TASKS")}
     assert runs_as == {"root"}
     warning = " ".join(line.removeprefix("deskpilot: WARNING: ") for line in stderr.splitlines())
     assert f"'user' and 'deskpilot-display' and 'deskpilot' cannot read {checkout}" in warning
