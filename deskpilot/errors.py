@@ -70,7 +70,7 @@ class TooLarge(DesktopError):
     status = 413
 
 
-# The X edge (xserver.py, x11.py, clipboard.py, capture.py) raises the three below; no other failure of the X
+# The X edge (deskpilot.desktop.x11, and the capture) raises the three below; no other failure of the X
 # server exists for the service. Only a lost display is temporary, and only it drops the X connections.
 
 

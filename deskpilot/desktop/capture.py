@@ -21,11 +21,9 @@ from typing import Literal
 import cv2
 import fpng
 import numpy as np
-from Xlib import X
 
 from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.computer.geometry import Size, image_size
-from deskpilot.desktop.damage import DamageWatcher, open_watcher
 from deskpilot.desktop.resample import (
     Band,
     bands,
@@ -35,8 +33,9 @@ from deskpilot.desktop.resample import (
     redo_rows,
     source_rows,
 )
-from deskpilot.desktop.shm import SharedFrame, libc
-from deskpilot.desktop.xserver import Requirements, display_lost, lost_display, open_display
+from deskpilot.desktop.x11.damage import DamageWatcher, open_watcher
+from deskpilot.desktop.x11.server import Requirements, display_lost, lost_display, open_display
+from deskpilot.desktop.x11.shm import SharedFrame, grab_by_copy, libc
 
 FrameKey = tuple[str, int, tuple[int, int], tuple[int, int, int, int] | None, int | None]
 Kept = tuple[np.ndarray, list[Band]]  # a kept scaled frame, and the bands of it to resample
@@ -208,8 +207,7 @@ class Capturer:
                 frame = self._shared.frame
             self._current = changes if damage is not None else None
             return frame
-        image = self.root.get_image(0, 0, self.width, self.height, X.ZPixmap, 0xFFFFFFFF)
-        return np.frombuffer(image.data, np.uint8).reshape(self.height, self.width, 4)
+        return grab_by_copy(self.root, self.width, self.height)
 
     def _check_open(self) -> None:
         if self._closed:  # dropped by another thread after a lost display

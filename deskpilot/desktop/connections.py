@@ -20,10 +20,10 @@ from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.computer.geometry import SCREEN
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.capture import WHOLE, Capturer, Image
-from deskpilot.desktop.clipboard import Clipboard
-from deskpilot.desktop.damage import DamageWatcher
-from deskpilot.desktop.x11 import XConnection
-from deskpilot.desktop.xserver import Owner, Requirements, lost_display
+from deskpilot.desktop.x11.clipboard import Clipboard
+from deskpilot.desktop.x11.connection import XConnection
+from deskpilot.desktop.x11.damage import DamageWatcher
+from deskpilot.desktop.x11.server import Owner, Requirements, lost_display
 from deskpilot.errors import DisplayLost, UnsupportedDisplay
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,6 @@ from deskpilot.desktop import settle as settling
 from deskpilot.desktop.body import decode_data
 from deskpilot.desktop.capture import Image, tune_malloc
 from deskpilot.desktop.connections import Connections
-from deskpilot.desktop.damage import DamageWatcher
 from deskpilot.desktop.elements import ElementActions
 from deskpilot.desktop.files import DesktopUser
 from deskpilot.desktop.handsd import hands_for
@@ -42,6 +41,8 @@ from deskpilot.desktop.outcome import Outcome
 from deskpilot.desktop.paste import PasteActions
 from deskpilot.desktop.reset import Reset
 from deskpilot.desktop.windows import WindowActions
+from deskpilot.desktop.x11 import focus as x_focus
+from deskpilot.desktop.x11.damage import DamageWatcher
 from deskpilot.errors import DesktopError
 
 __all__ = ["DesktopController", "Outcome"]
@@ -265,7 +266,7 @@ class DesktopController:
         name = getattr(action, "action", "")
         with self.connections.using() as x:
             if name in KEYBOARD_ACTIONS:
-                to = evidence.keys_to(x)
+                to = x_focus.keys_to(x)
                 return to is not None, [to.id] if to is not None and to.id else []
             if name in POINTER_ACTIONS:
                 return True, [wid for wid in (x.client_at_pointer(), x.window_manager()) if wid]
@@ -275,11 +276,11 @@ class DesktopController:
         inline = self.connections.capture_path is not None
         with self.connections.using() as x:
             guess = before.focus.id if before.focus else 0
-            asked = evidence.ask(x, pointer=True, guess=guess)
+            asked = x_focus.ask(x, pointer=True, guess=guess)
             now = self._damage_count() if inline else None  # its round trip overlaps the reads asked
-            focus, pointer = evidence.answer(x, asked)
+            focus, pointer = x_focus.answer(x, asked)
             keyboard = getattr(action, "action", "") in KEYBOARD_ACTIONS
-            keys = evidence.keys_to(x) if keyboard else False
+            keys = x_focus.keys_to(x) if keyboard else False
         if not inline:
             now = await self._damage_now()
         watcher = self.connections.damage() if now is not None else None
@@ -291,9 +292,9 @@ class DesktopController:
         inline = self.connections.capture_path is not None
         keyboard = action.action in KEYBOARD_ACTIONS
         with self.connections.using() as x:
-            asked = evidence.ask(x, guess=self._focus_guess)
+            asked = x_focus.ask(x, guess=self._focus_guess)
             changes = self._damage_count() if inline else None  # its round trip overlaps the read asked
-            focus, _ = evidence.answer(x, asked)
+            focus, _ = x_focus.answer(x, asked)
             self._focus_guess = focus.id if focus else 0
             pid = x.window_pid(focus.id) if keyboard and focus is not None else 0
         text = await self.elements.text_before(action, pid) if keyboard else None

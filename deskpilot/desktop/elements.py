@@ -11,11 +11,11 @@ from typing import Any
 
 from deskpilot.computer import actions
 from deskpilot.computer.fields import Coordinates, ImageSpace
-from deskpilot.desktop import evidence
 from deskpilot.desktop.atspi import Query
 from deskpilot.desktop.connections import Connections
 from deskpilot.desktop.hands import Hands
 from deskpilot.desktop.outcome import Outcome
+from deskpilot.desktop.x11 import focus as x_focus
 from deskpilot.errors import DesktopError
 
 QUIET_S = 30.0  # after the AT-SPI bus (or the worker) failed to answer, textChanged rests this long
@@ -43,7 +43,7 @@ class ElementActions:
         """The X active window's process and title: AT-SPI knows no X window, so the focused tree is the
         top-level of that process's application that is active (or titled so)."""
         with self.connections.using() as x:
-            focus = evidence.focused(x)
+            focus = x_focus.focused(x)
             return (x.window_pid(focus.id), focus.title) if focus is not None else (0, "")
 
     async def centre(self, element: str) -> Coordinates:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Callable
 
 from deskpilot.computer import keys
 from deskpilot.desktop.connections import Connections
-from deskpilot.desktop.x11 import XConnection
+from deskpilot.desktop.x11.connection import XConnection
 from deskpilot.errors import InvalidAction
 
 SCRATCH_SETTLE_S = 0.03  # pause after binding scratch keycodes, so clients re-read the whole keymap

@@ -7,7 +7,7 @@ import asyncio
 from deskpilot.computer import actions, keys
 from deskpilot.desktop.input import Input, bind, bind_keys, keycodes, press, release
 from deskpilot.desktop.outcome import Outcome
-from deskpilot.desktop.x11 import XConnection
+from deskpilot.desktop.x11.connection import XConnection
 
 TYPE_YIELD_EVERY = 200  # characters typed between yields to the event loop when there is no delay
 # pause before rebinding scratch keycodes pressed in this action: clients translate a key press with the

@@ -7,7 +7,7 @@ import asyncio
 from deskpilot.computer import actions, fields
 from deskpilot.desktop.input import Input, poll
 from deskpilot.desktop.outcome import Outcome
-from deskpilot.desktop.x11 import BUTTONS, SCROLL_BUTTONS, XConnection
+from deskpilot.desktop.x11.connection import BUTTONS, SCROLL_BUTTONS, XConnection
 
 DRAG_STEP_S = 0.005  # pause between drag points, so WMs and toolkits see a real drag
 # how long a click with holdKeys waits for the window manager to let it through before the keys go up

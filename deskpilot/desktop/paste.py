@@ -10,7 +10,7 @@ from deskpilot.computer import actions
 from deskpilot.desktop import apps
 from deskpilot.desktop.input import Input, keycodes, poll, press, release
 from deskpilot.desktop.outcome import Outcome
-from deskpilot.desktop.x11 import XConnection
+from deskpilot.desktop.x11.connection import XConnection
 
 PASTE_FETCH_TIMEOUT_S = 2.0
 PASTE_SETTLE_S = 0.03

@@ -23,7 +23,7 @@ from deskpilot.desktop.hands import Hands
 from deskpilot.desktop.input import Input, poll
 from deskpilot.desktop.watchdog import bounded
 from deskpilot.desktop.windows import WindowActions
-from deskpilot.desktop.x11 import XConnection
+from deskpilot.desktop.x11.connection import XConnection
 from deskpilot.errors import FileConflict, FileMissing
 
 EXIT_TIMEOUT_S = 2.0  # for the programs to go once their display is gone

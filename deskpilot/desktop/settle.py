@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from deskpilot.computer import actions, keys
 from deskpilot.computer.fields import Settle
 from deskpilot.desktop import activity
-from deskpilot.desktop.damage import DamageWatcher
+from deskpilot.desktop.x11.damage import DamageWatcher
 
 POLL = 0.005  # seconds between looks at the damage count
 CADENCE = 2.0  # at rest: no drawing for this many times the longest pause between two drawings seen

@@ -16,7 +16,7 @@ import socket
 import threading
 from collections.abc import Iterator
 
-from deskpilot.desktop.x11 import XConnection
+from deskpilot.desktop.x11.connection import XConnection
 from deskpilot.errors import ActionTimedOut
 
 

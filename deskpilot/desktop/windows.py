@@ -9,7 +9,7 @@ from deskpilot.desktop import apps
 from deskpilot.desktop.hands import Hands
 from deskpilot.desktop.input import Input, poll
 from deskpilot.desktop.outcome import Outcome
-from deskpilot.desktop.x11 import XConnection
+from deskpilot.desktop.x11.connection import XConnection
 from deskpilot.errors import ActionTimedOut
 
 SHOW_DESKTOP_TIMEOUT_S = 5.0

@@ -211,3 +211,15 @@ def test_nothing_stands_on_the_tests(folder: str) -> None:
         if "node_modules" not in path.parts
     }
     assert not {k: v for k, v in bad.items() if v}, f"{folder}/ may not import {MAY_NOT_IMPORT[folder]}"
+
+
+def test_only_the_x_edge_imports_xlib() -> None:
+    """python-xlib is imported by ``deskpilot.desktop.x11`` alone: the X edge, in one folder."""
+    edge = "deskpilot.desktop.x11"
+    outside = [
+        module_name(path)
+        for path in modules()
+        if not within(module_name(path), (edge,))
+        and any(top == "Xlib" for top in tops(ast.parse(path.read_text())))
+    ]
+    assert outside == [], f"{outside} import Xlib: move what needs it into {edge}"

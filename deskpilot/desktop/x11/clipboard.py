@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from Xlib import X, Xatom, error
 from Xlib.protocol import event as xevent
 
-from deskpilot.desktop.xserver import LOST_CONNECTION, Requirements, display_lost, lost_display, open_display
+from deskpilot.desktop.x11.server import (
+    LOST_CONNECTION,
+    Requirements,
+    display_lost,
+    lost_display,
+    open_display,
+)
 from deskpilot.errors import ClipboardBusy, DesktopError
 
 OFFER_TIMEOUT_S = 2.0

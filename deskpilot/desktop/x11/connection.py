@@ -1,10 +1,8 @@
 """The X connection of the desktop service: XTest input, the keymap and EWMH windows.
 
-This module, ``xserver.py`` (which opens every connection and is the X edge), the capture's (``capture.py``,
-``shm.py``, ``damage.py``), ``clipboard.py`` and ``evidence.py`` are the only ones that import Xlib, and the
-only ones that see python-xlib's exceptions: they raise the service's own instead (``deskpilot.errors``); a
-character that cannot be typed is ``KeymapFull``. Every call is synchronous and fast (XTest costs ~0.1 ms per
-event); callers serialise input themselves.
+One of the X edge's modules (``deskpilot.desktop.x11``), which alone see python-xlib's exceptions: it raises
+the service's own instead (``deskpilot.errors``); a character that cannot be typed is ``KeymapFull``. Every
+call is synchronous and fast (XTest costs ~0.1 ms per event); callers serialise input themselves.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from Xlib import XK, X, Xatom, error
 from Xlib.ext import xtest
 from Xlib.protocol import event as xevent
 
-from deskpilot.desktop.xserver import LOST_CONNECTION, Requirements, lost_display, open_display
+from deskpilot.desktop.x11.server import LOST_CONNECTION, Requirements, lost_display, open_display
 from deskpilot.errors import KeymapFull, UnsupportedDisplay
 
 # back and forward (8, 9) are an extension of the spec's three: browsers and file managers navigate with them

@@ -24,7 +24,7 @@ from Xlib import X, error
 from Xlib.ext import damage
 from Xlib.protocol import event
 
-from deskpilot.desktop.xserver import Requirements, open_display
+from deskpilot.desktop.x11.server import Requirements, open_display
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ import ctypes
 import ctypes.util
 import logging
 import os
+from typing import Any
 
 import numpy as np
 from Xlib import X, error
@@ -159,3 +160,11 @@ class SharedFrame:
         with contextlib.suppress(Exception):
             _ShmDetach(display=self._display.display, opcode=self._opcode, shmseg=self._segment)
         libc.shmdt(self._address)
+
+
+def grab_by_copy(root: Any, width: int, height: int) -> np.ndarray:
+    """The root window as BGRX through the X protocol itself (GetImage), for a display without MIT-SHM or one
+    whose segment could not be made: the whole screen crosses the socket, 10-20 ms where the shared frame
+    takes a few."""
+    image = root.get_image(0, 0, width, height, X.ZPixmap, 0xFFFFFFFF)
+    return np.frombuffer(image.data, np.uint8).reshape(height, width, 4)

@@ -14,7 +14,7 @@ from deskpilot.computer.geometry import SCREEN
 from deskpilot.desktop import capture
 from deskpilot.desktop.capture import Capturer
 from deskpilot.desktop.resample import redo_rows
-from deskpilot.desktop.xserver import Requirements
+from deskpilot.desktop.x11.server import Requirements
 from testbed.xvfb import Display, start_xvfb
 
 REQUIRED = Requirements(SCREEN.width, SCREEN.height, 24, None)

@@ -18,7 +18,7 @@ from Xlib import display as xdisplay
 from deskpilot.config import DesktopSettings
 from deskpilot.desktop.connections import requirements
 from deskpilot.desktop.watchdog import bounded
-from deskpilot.desktop.x11 import XConnection
+from deskpilot.desktop.x11.connection import XConnection
 from deskpilot.errors import ActionTimedOut
 from testbed.xvfb import Display, start_xvfb
 from tests.integration.desktop.conftest import Desktop, serve
@@ -191,7 +191,7 @@ def test_an_error_nobody_waits_for_is_logged_not_printed(
     that is gone (the reset races the windows' own exit) is expected and silent."""
     x = XConnection(bare_display.name, requirements(DesktopSettings(display=bare_display.name)))
     try:
-        with caplog.at_level(logging.WARNING, logger="deskpilot.desktop.x11"):
+        with caplog.at_level(logging.WARNING, logger="deskpilot.desktop.x11.connection"):
             x.kill_client(0x3FFFFF)  # no such window
             x.sync()
             assert not [r for r in caplog.records if r.getMessage() == "X protocol error"]
