@@ -320,7 +320,8 @@ class DesktopController:
         return done.ms, done.settled
 
     async def wait(self, action: actions.Wait) -> Outcome:
-        await asyncio.sleep(action.duration / 1000)
+        # the whole duration, never less: uvloop's timers count whole milliseconds and may fire one early
+        await asyncio.sleep((action.duration + 1) / 1000)
         return Outcome()
 
     # ------------------------------------------------------------------ files

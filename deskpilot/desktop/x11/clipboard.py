@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from Xlib import X, Xatom, error
+from Xlib import display as xdisplay
 from Xlib.protocol import event as xevent
 
 from deskpilot.desktop.x11.server import (
     LOST_CONNECTION,
     Requirements,
     display_lost,
-    lost_display,
     open_display,
 )
 from deskpilot.errors import ClipboardBusy, DesktopError
@@ -59,20 +59,15 @@ class Clipboard:
 
     def __init__(self, name: str, required: Requirements) -> None:
         self.name = name
-        self.display = open_display(name, required)
-        try:
-            with lost_display(name):
-                self._setup()
-        except BaseException:
-            self.display.close()
-            raise
+        self.display = open_display(name, required, self._setup)
         self._stop = False
         self._offers: queue.SimpleQueue[tuple[bytes, Paste, Settle]] = queue.SimpleQueue()
         self._wake_r, self._wake_w = os.pipe()
         self._thread = threading.Thread(target=self._serve, name="x11-clipboard", daemon=True)
         self._thread.start()
 
-    def _setup(self) -> None:
+    def _setup(self, display: xdisplay.Display) -> None:
+        self.display = display
         root = self.display.screen().root
         self.win = root.create_window(-10, -10, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask)
         atoms = [

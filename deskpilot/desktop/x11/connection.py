@@ -12,10 +12,11 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from Xlib import XK, X, Xatom, error
+from Xlib import display as xdisplay
 from Xlib.ext import xtest
 from Xlib.protocol import event as xevent
 
-from deskpilot.desktop.x11.server import LOST_CONNECTION, Requirements, lost_display, open_display
+from deskpilot.desktop.x11.server import LOST_CONNECTION, Requirements, open_display
 from deskpilot.errors import KeymapFull, UnsupportedDisplay
 
 # back and forward (8, 9) are an extension of the spec's three: browsers and file managers navigate with them
@@ -38,15 +39,10 @@ class XConnection:
     def __init__(self, name: str, required: Requirements) -> None:
         self.name = name
         self.severed = False  # cut by a watchdog (``watchdog.py``): replaced, never used again
-        self.display = open_display(name, required)
-        try:
-            with lost_display(name):
-                self._setup()
-        except BaseException:
-            self.display.close()
-            raise
+        self.display = open_display(name, required, self._setup)
 
-    def _setup(self) -> None:
+    def _setup(self, display: xdisplay.Display) -> None:
+        self.display = display
         if not self.display.has_extension("XTEST"):
             raise UnsupportedDisplay(f"the X server of {self.name} has no XTEST extension (+extension XTEST)")
         self.root = self.display.screen().root

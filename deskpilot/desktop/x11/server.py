@@ -13,7 +13,7 @@ import logging
 import pwd
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -81,8 +81,11 @@ def lost_display(name: str) -> Iterator[None]:
         raise display_lost(name, f"{type(exc).__name__}: {exc}") from None
 
 
-def open_display(name: str, required: Requirements) -> xdisplay.Display:
-    """A connection to the display ``name`` if it is the one ``required`` describes."""
+def open_display(
+    name: str, required: Requirements, setup: Callable[[xdisplay.Display], None] | None = None
+) -> xdisplay.Display:
+    """A connection to the display ``name`` if it is the one ``required`` describes, ``setup`` run on it (its
+    X errors the service's own); closed again when either fails."""
     with lost_display(name):
         try:
             display = xdisplay.Display(name)
@@ -96,6 +99,9 @@ def open_display(name: str, required: Requirements) -> xdisplay.Display:
     display.set_error_handler(log_x_error)
     try:
         check_display(display, name, required)
+        if setup is not None:
+            with lost_display(name):
+                setup(display)
     except BaseException:
         display.close()
         raise
