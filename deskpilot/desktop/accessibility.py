@@ -56,16 +56,36 @@ NO_TEXT = (
 
 async def read_tree(atspi: Atspi, query: Query) -> dict[str, Any]:
     """``{"root": Node | None, "nodes": n, "capped": [...], "limits": {...}}`` (docs/desktop-api.md)."""
-    root = (REGISTRY, ROOT) if query.window == "all" else await focused_window(atspi, query)
     limits = {"maxNodes": MAX_NODES, "maxText": MAX_TEXT}
+    key = (query.pid, query.title)
+    last = atspi.window
+    if query.window == "all":
+        root: Ref | None = (REGISTRY, ROOT)
+    elif last is not None and last[0] == key and (walk := await _walk(atspi, query, last[1], True)):
+        return _tree(walk, last[1], limits)
+    else:
+        atspi.window = None
+        root = await focused_window(atspi, query)
     if root is None:
         note = "the focused window's application exposes no accessibility tree (or no window has the focus)"
         return {"root": None, "nodes": 0, "capped": [], "limits": limits, "message": note}
+    walk = await _walk(atspi, query, root, False)
+    assert walk is not None  # only a confirmed walk gives up
+    if query.window != "all" and "active" in walk.nodes.get(root, {}).get("states", ()):
+        atspi.window = key, root
+    return _tree(walk, root, limits)
+
+
+async def _walk(atspi: Atspi, query: Query, root: Ref, confirm: bool) -> Walk | None:
+    """The tree under ``root``, level by level; with ``confirm``, None when its first level shows that the
+    window is no longer the active one (or gone)."""
     walk = Walk(query)
     level, depth = [root], 1
     while level:
         expand = depth < query.max_depth
         answers = await _read_level(atspi, walk, level, expand)
+        if confirm and depth == 1 and "active" not in walk.nodes.get(root, {}).get("states", ()):
+            return None
         following: list[Ref] = []
         for ref, kids in zip(level, answers, strict=True):
             room = MAX_NODES - len(walk.nodes) - len(following)
@@ -76,6 +96,10 @@ async def read_tree(atspi: Atspi, query: Query) -> dict[str, Any]:
             following += kids
         level, depth = following, depth + 1
     await _read_texts(atspi, walk)
+    return walk
+
+
+def _tree(walk: Walk, root: Ref, limits: dict[str, int]) -> dict[str, Any]:
     kept = _assemble(walk, root, top=True)
     return {
         "root": kept[0] if kept else None,
@@ -107,6 +131,15 @@ def _extents(refs: list[Ref]) -> list[Call]:
     return [(ref, COMPONENT, "GetExtents", "u", (0,)) for ref in refs]  # 0: screen coordinates
 
 
+def _lengths(refs: list[Ref]) -> list[Call]:
+    return [(ref, PROPERTIES, "Get", "ss", (TEXT, "CharacterCount")) for ref in refs]
+
+
+def _measure(walk: Walk, refs: list[Ref], answers: list[Any]) -> None:
+    for ref, count in zip(refs, answers, strict=True):
+        walk.lengths[ref] = int(count.value) if _variant(count) else 0
+
+
 def _place(walk: Walk, refs: list[Ref], answers: list[Any]) -> None:
     for ref, extents in zip(refs, answers, strict=True):
         walk.nodes[ref]["bounds"] = _bounds(extents)
@@ -121,9 +154,11 @@ async def _read_level(atspi: Atspi, walk: Walk, level: list[Ref], expand: bool) 
     level later, when the states say so: most calls of a walk were extents of nothing on the screen."""
     per = len(_node_calls(level[0], expand))
     placing, walk.unplaced = walk.unplaced, []
+    counting, walk.uncounted = walk.uncounted, []
     asked = [call for ref in level for call in _node_calls(ref, expand)]
-    answers = await atspi.batch([*asked, *_extents(placing)])
-    _place(walk, placing, answers[len(asked) :])
+    answers = await atspi.batch([*asked, *_extents(placing), *_lengths(counting)])
+    _place(walk, placing, answers[len(asked) : len(asked) + len(placing)])
+    _measure(walk, counting, answers[len(asked) + len(placing) :])
     out: list[list[Ref]] = []
     for index, ref in enumerate(level):
         role, states, name, *children = answers[index * per : (index + 1) * per]
@@ -139,6 +174,8 @@ async def _read_level(atspi: Atspi, walk: Walk, level: list[Ref], expand: bool) 
         }
         if "showing" in walk.nodes[ref]["states"]:
             walk.unplaced.append(ref)
+        if walk.nodes[ref]["role"] in TEXT_ROLES:
+            walk.uncounted.append(ref)
         if not expand and _variant(children[0]) and children[0].value:
             walk.capped.add("depth")
         kids = children[0] if isinstance(children[0], list) else []
@@ -156,17 +193,19 @@ def _bounds(extents: object) -> dict[str, int] | None:
 
 
 async def _read_texts(atspi: Atspi, walk: Walk) -> None:
-    """The text of the text roles, in tree order, within the caps: their lengths in one burst (with the last
-    level's bounds), then the texts in another."""
+    """The text of the text roles, in tree order, within the caps. Their lengths were asked with the level
+    after theirs; the last level's go with its bounds, and the texts in a burst of their own (with those
+    bounds when no length was left to ask)."""
+    placing, counting = walk.unplaced, walk.uncounted
+    if counting:
+        answers = await atspi.batch([*_extents(placing), *_lengths(counting)])
+        _place(walk, placing, answers[: len(placing)])
+        _measure(walk, counting, answers[len(placing) :])
+        placing = []
     refs = [ref for ref, node in walk.nodes.items() if node["role"] in TEXT_ROLES]
-    placing = walk.unplaced  # the last level's bounds go along
-    asked = [(ref, PROPERTIES, "Get", "ss", (TEXT, "CharacterCount")) for ref in refs]
-    answers = await atspi.batch([*asked, *_extents(placing)])
-    counts = answers[: len(asked)]
-    _place(walk, placing, answers[len(asked) :])
     spans: list[tuple[Ref, int, int]] = []
-    for ref, count in zip(refs, counts, strict=True):
-        length = int(count.value) if _variant(count) else 0
+    for ref in refs:
+        length = walk.lengths.get(ref, 0)
         take = min(length, MAX_TEXT, walk.text_left)
         if take < length:
             walk.capped.add("text")
@@ -175,7 +214,10 @@ async def _read_texts(atspi: Atspi, walk: Walk) -> None:
         walk.nodes[ref]["text"] = ""
         if take:
             spans.append((ref, start, start + take))
-    texts = await atspi.batch([(ref, TEXT, "GetText", "ii", (start, end)) for ref, start, end in spans])
+    asked = [(ref, TEXT, "GetText", "ii", (start, end)) for ref, start, end in spans]
+    answers = await atspi.batch([*asked, *_extents(placing)])
+    texts = answers[: len(asked)]
+    _place(walk, placing, answers[len(asked) :])
     for (ref, _, _), text in zip(spans, texts, strict=True):
         if isinstance(text, str):
             walk.nodes[ref]["text"] = text.replace(NO_TEXT, "")

@@ -23,7 +23,7 @@ import contextlib
 import functools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -126,7 +126,13 @@ def parse_id(element: str) -> Ref:
 
 def state_names(bits: Sequence[int]) -> list[str]:
     word = sum(int(b) << (32 * i) for i, b in enumerate(bits[:2]))
-    return [name for i, name in enumerate(STATES) if word >> i & 1]
+    names = []
+    while word:  # the bits set, lowest first (a node has a handful of the 42)
+        low = word & -word
+        if (bit := low.bit_length() - 1) < len(STATES):
+            names.append(STATES[bit])
+        word ^= low
+    return names
 
 
 def interactive(node: dict[str, Any]) -> bool:
@@ -160,6 +166,8 @@ class Walk:
     capped: set[str] = field(default_factory=set)
     text_left: int = MAX_TEXT_TOTAL
     unplaced: list[Ref] = field(default_factory=list)  # nodes showing whose bounds are yet to be asked
+    uncounted: list[Ref] = field(default_factory=list)  # text nodes whose length is yet to be asked
+    lengths: dict[Ref, int] = field(default_factory=dict)  # the text nodes' lengths, once asked
 
 
 class Atspi:
@@ -169,6 +177,10 @@ class Atspi:
         self._bus: MessageBus | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pids: dict[str, int] = {}
+        # the top-level last found for the X active window (its pid and title): the next tree of that window
+        # starts there, and its first level says whether it still is the active one (three round trips fewer
+        # than finding it again)
+        self.window: tuple[tuple[int, str], Ref] | None = None
 
     async def bus(self) -> MessageBus:
         loop = asyncio.get_running_loop()
@@ -184,7 +196,7 @@ class Atspi:
                 f"the accessibility (AT-SPI) bus does not answer ({exc or type(exc).__name__}); "
                 "is at-spi-bus-launcher running in the desktop session?"
             ) from None
-        self._loop, self._pids = loop, {}
+        self._loop, self._pids, self.window = loop, {}, None
         return self._bus
 
     def close(self) -> None:
@@ -204,46 +216,33 @@ class Atspi:
     async def batch(self, calls: Sequence[Call]) -> list[Any]:
         """Many calls in one burst: each answer's first value, or the ``CallFailed`` it got, in order.
 
-        Callbacks, not a task or a coroutine per call (asyncio's own costs were most of a tree's time), with
-        ``IN_FLIGHT`` calls on the wire at once: each answer sends the next call."""
+        Callbacks, not a task or a coroutine per call (asyncio's own costs were most of a tree's time), at
+        most ``IN_FLIGHT`` calls on the wire at once, written in waves (``_send_wave``): when half of them
+        are answered, the next wave fills the window again."""
         bus = await self.bus()
         answers: list[Any] = [CallFailed("timeout")] * len(calls)
         if not calls:
             return answers
-        from dbus_fast import Message, MessageType
+        from dbus_fast import MessageType
 
         done = asyncio.get_running_loop().create_future()
-        queue = iter(enumerate(calls))
-        left = len(calls)
-
-        def send_next() -> None:
-            item = next(queue, None)
-            if item is None or done.done():
-                return
-            index, (ref, interface, member, signature, body) = item
-            message = Message(
-                destination=ref[0],
-                path=ref[1],
-                interface=interface,
-                member=member,
-                signature=signature,
-                body=list(body),
-            )
-            bus._call(message, functools.partial(answered, index))
+        sent, answered_count = 0, 0
 
         def answered(index: int, reply: Message | None, error: Exception | None) -> None:
-            nonlocal left
+            nonlocal sent, answered_count
             if reply is None or reply.message_type == MessageType.ERROR:
                 answers[index] = CallFailed(reply.error_name if reply is not None else str(error))
             else:
                 answers[index] = reply.body[0] if reply.body else None
-            left -= 1
-            if left == 0 and not done.done():
-                done.set_result(None)
-            send_next()
+            answered_count += 1
+            waiting = sent - answered_count
+            if answered_count == len(calls):
+                if not done.done():
+                    done.set_result(None)
+            elif sent < len(calls) and waiting <= IN_FLIGHT // 2 and not done.done():
+                sent += _send_wave(bus, calls, sent, IN_FLIGHT - waiting, answered)
 
-        for _ in range(min(IN_FLIGHT, len(calls))):
-            send_next()
+        sent = _send_wave(bus, calls, 0, IN_FLIGHT, answered)
         with contextlib.suppress(TimeoutError):  # a frozen application: what did not answer stays failed
             await asyncio.wait_for(done, CALL_TIMEOUT_S)
         return answers
@@ -306,3 +305,36 @@ async def _address() -> str:
     if reply is None or reply.message_type == MessageType.ERROR:
         raise AccessibilityUnavailable(f"org.a11y.Bus answers {reply.error_name if reply else 'nothing'}")
     return str(reply.body[0])
+
+
+def _send_wave(
+    bus: MessageBus,
+    calls: Sequence[Call],
+    first: int,
+    room: int,
+    answered: Callable[[int, Message | None, Exception | None], None],
+) -> int:
+    """Calls ``first`` on (at most ``room`` of them) in one write, each answer to ``answered(index, ...)``;
+    how many. dbus-fast's ``_call`` writes each message as it comes, a system call each (a third of a
+    terminal's tree); here its reply table and its writer's queue are filled as ``_call`` fills them."""
+    from dbus_fast import Message
+
+    writer, loop = bus._writer, bus._loop
+    assert writer is not None and loop is not None and isinstance(writer.fd, int)  # a connected bus's
+    last = min(len(calls), first + room)
+    wave = bytearray()
+    for index in range(first, last):
+        ref, interface, member, signature, body = calls[index]
+        message = Message(
+            destination=ref[0], path=ref[1], interface=interface, member=member, signature=signature,
+            body=list(body), serial=bus.next_serial(),
+        )  # fmt: skip
+        bus._method_return_handlers[message.serial] = functools.partial(answered, index)
+        wave += message._marshall(False)
+    idle = writer.buf is None and not writer.messages
+    writer.messages.append((wave, None, None))
+    if idle:
+        writer.write_callback(remove_writer=False)
+    if writer.buf is not None or writer.messages:
+        loop.add_writer(writer.fd, writer.write_callback)
+    return last - first

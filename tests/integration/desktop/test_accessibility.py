@@ -4,6 +4,7 @@ client."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,22 @@ def test_the_terminal_node_holds_what_was_typed_into_it(seen: Desktop) -> None:
     assert on_screen(terminal["bounds"])
     seen.act(action="type_text", element=terminal["id"], text="echo a11y-$((6*7))\n", settle={})
     wait_for(lambda: "a11y-42" in find(seen, "terminal")["text"], 10, "the output in the terminal's text")
+
+
+def test_the_tree_follows_the_focus_from_window_to_window(seen: Desktop) -> None:
+    """A tree starts at the window the last one was read from while it stays the active one: it never
+    answers for a window that lost the focus."""
+    for application, geany in (("code_editor", True), ("terminal", False), ("code_editor", True)):
+        seen.act(action="application", application=application)
+        wait_for(functools.partial(shows, seen, geany), 20, f"{application}'s tree")
+        for _ in range(3):  # read again: from the window found, while it stays the active one
+            assert shows(seen, geany), application
+
+
+def shows(desktop: Desktop, geany: bool) -> bool:
+    """Whether the focused window's tree is Geany's (or, ``geany`` false, another's)."""
+    root = tree(desktop)["root"]
+    return root is not None and ("Geany" in str(root["name"])) == geany
 
 
 def typed(desktop: Desktop, action: str, **fields: Any) -> dict[str, Any]:
