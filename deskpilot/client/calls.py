@@ -72,8 +72,8 @@ class Call(Generic[T]):
         """The answer read, or TaskClientError with its status and the service's message (502 for an
         answer that is not what the task API answers)."""
         try:
-            json = response.content and (not self.raw or response.status_code >= 400)
-            body = orjson.loads(response.content) if json else None
+            parse = response.content and (not self.raw or response.status_code >= 400)  # errors are JSON
+            body = orjson.loads(response.content) if parse else None
         except orjson.JSONDecodeError:
             body = None
         if response.status_code >= 400:
