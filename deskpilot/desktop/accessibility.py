@@ -71,7 +71,7 @@ async def read_tree(atspi: Atspi, query: Query) -> dict[str, Any]:
         return {"root": None, "nodes": 0, "capped": [], "limits": limits, "message": note}
     walk = await _walk(atspi, query, root, False)
     assert walk is not None  # only a confirmed walk gives up
-    if query.window != "all" and "active" in walk.nodes.get(root, {}).get("states", ()):
+    if query.window != "all" and _active(walk, root):
         atspi.window = key, root
     return _tree(walk, root, limits)
 
@@ -84,7 +84,7 @@ async def _walk(atspi: Atspi, query: Query, root: Ref, confirm: bool) -> Walk | 
     while level:
         expand = depth < query.max_depth
         answers = await _read_level(atspi, walk, level, expand)
-        if confirm and depth == 1 and "active" not in walk.nodes.get(root, {}).get("states", ()):
+        if confirm and depth == 1 and not _active(walk, root):
             return None
         following: list[Ref] = []
         for ref, kids in zip(level, answers, strict=True):
@@ -97,6 +97,11 @@ async def _walk(atspi: Atspi, query: Query, root: Ref, confirm: bool) -> Walk | 
         level, depth = following, depth + 1
     await _read_texts(atspi, walk)
     return walk
+
+
+def _active(walk: Walk, root: Ref) -> bool:
+    """Whether the window read at ``root`` says it is the active one."""
+    return "active" in walk.nodes.get(root, {}).get("states", ())
 
 
 def _tree(walk: Walk, root: Ref, limits: dict[str, int]) -> dict[str, Any]:
