@@ -12,18 +12,36 @@ output comes when it ends, as `sleep 1; echo done` shows). So a settle also asks
   or a poll (`less`, an editor, a REPL) is at rest: it waits for the next input. A job running since before
   the action is where the keys went, not work the action started.
 
+And the other way round, so that a settle need not wait out its whole quiet period after every drawing:
+
+- **waiting**: is every thread of the window's programs asleep, waiting for input or for a timer due no sooner
+  than ``SOON_MS``? Read from each thread's ``/proc/<pid>/task/<tid>/syscall``: the timeout of its poll or
+  epoll, or of its futex, select, sleep or ppoll (read from its memory). A toolkit with something left to
+  draw is runnable or has a timer due soon: GTK's frame clock within 17 ms, VTE's processing and repaint
+  timers at 10, 15 and 30 ms, Thunar's status bar at 50 ms (``SOON_MS`` covers the settle's default quiet
+  period, so no timer the quiet period would have waited for is missed). A program that has answered and
+  drawn everything waits with no timer, or a long one (a clock, a thread pool's idle threads). A program
+  waiting for another one's reply (the X server's, a D-Bus peer's) looks the same, so a settle asks twice,
+  ``EARLY_MS`` apart. Firefox keeps timers of every length in its many threads, so it is rarely seen
+  waiting: its settles keep the full quiet period. Only the programs' user (and root) may read these
+  files, hence the desktop user's worker.
+
 Reading a process tree costs ~10 µs a thread; a settle asks only when the screen has been quiet long enough.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import struct
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 PROC = Path("/proc")
 MAX_PROCESSES = 256  # a tree larger than this is read only this far
+SOON_MS = 60  # a timer due sooner may be a drawing on its way (see ``waiting``)
 
 
 def tree(pid: int) -> list[int]:
@@ -69,15 +87,111 @@ def jobs(pids: list[int]) -> set[int]:
     return running
 
 
+# x86-64 system call numbers of the waits ``waiting`` reads, and where each keeps its timeout
+_POLL, _SELECT, _NANOSLEEP, _FUTEX, _EPOLL_WAIT, _CLOCK_NANOSLEEP = 7, 23, 35, 202, 232, 230
+_PSELECT6, _PPOLL, _EPOLL_PWAIT = 270, 271, 281
+_FUTEX_WAIT, _FUTEX_WAIT_BITSET, _FUTEX_CMD, _FUTEX_CLOCK_REALTIME = 0, 9, 0x7F, 256
+# blocking reads and waits with no timeout of their own: read, readv, recvfrom, recvmsg, accept, accept4,
+# wait4, waitid, pause, rt_sigsuspend
+_WAITS_FOR_INPUT = frozenset({0, 19, 45, 47, 43, 288, 61, 247, 34, 130})
+_TIMESPEC = struct.Struct("qq")
+_NO_TIMER = float("inf")
+
+
+def waiting(pids: Collection[int], soon_ms: float = SOON_MS) -> bool:
+    """Whether every thread of ``pids`` sleeps waiting for input, or for a timer due no sooner than
+    ``soon_ms`` (an upper bound: a relative timeout is counted whole, as if the wait had just begun). False
+    when a thread runs, waits in a way not read here (``due_ms``) or cannot be read: not known to rest."""
+    for pid in pids:
+        try:
+            tids = os.listdir(PROC / str(pid) / "task")
+        except OSError:
+            continue  # gone: it waits for nothing
+        for tid in tids:
+            due = due_ms(pid, int(tid))
+            if due is None or due < soon_ms:
+                return False
+    return True
+
+
+def due_ms(pid: int, tid: int) -> float | None:
+    """In how many ms at most thread ``tid`` of ``pid`` wakes from its timer (infinity: no timer); None when
+    it runs, or its wait cannot be read. x86-64 only (other machines: None, so never known to wait)."""
+    task = PROC / str(pid) / "task" / str(tid)
+    try:
+        if _stat(task / "stat")[0] in ("R", "D"):
+            return None
+        call = (task / "syscall").read_text().split()
+        if len(call) < 7 or os.uname().machine != "x86_64":
+            return None
+        number, args = int(call[0]), [int(a, 16) for a in call[1:7]]
+        return _timeout(pid, number, args)
+    except (OSError, ValueError, IndexError, struct.error):
+        return None  # exited, running ("running" has no arguments) or unreadable
+
+
+def _timeout(pid: int, number: int, args: list[int]) -> float | None:
+    if number in (_POLL, _EPOLL_WAIT, _EPOLL_PWAIT):
+        ms = _int32(args[2] if number == _POLL else args[3])
+        return _NO_TIMER if ms < 0 else float(ms)
+    if number in (_PPOLL, _PSELECT6):  # bash's readline waits in pselect6
+        at = args[2] if number == _PPOLL else args[4]
+        return _NO_TIMER if at == 0 else _timespec(pid, at) / 1e6
+    if number == _SELECT:  # a struct timeval: seconds and microseconds
+        if args[4] == 0:
+            return _NO_TIMER
+        seconds, us = _pair(pid, args[4])
+        return seconds * 1e3 + us / 1e3
+    if number == _FUTEX:
+        command = args[1] & _FUTEX_CMD
+        if command not in (_FUTEX_WAIT, _FUTEX_WAIT_BITSET):
+            return None
+        if args[3] == 0:
+            return _NO_TIMER
+        ns = _timespec(pid, args[3])
+        if command == _FUTEX_WAIT:
+            return ns / 1e6
+        clock = time.CLOCK_REALTIME if args[1] & _FUTEX_CLOCK_REALTIME else time.CLOCK_MONOTONIC
+        return (ns - time.clock_gettime_ns(clock)) / 1e6
+    if number == _NANOSLEEP:
+        return _timespec(pid, args[0]) / 1e6
+    if number == _CLOCK_NANOSLEEP:
+        ns = _timespec(pid, args[2])
+        return (ns - time.clock_gettime_ns(args[0])) / 1e6 if args[1] & 1 else ns / 1e6  # TIMER_ABSTIME
+    return _NO_TIMER if number in _WAITS_FOR_INPUT else None
+
+
+def _int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def _timespec(pid: int, address: int) -> int:
+    """A struct timespec in the process's memory, in ns."""
+    seconds, ns = _pair(pid, address)
+    return seconds * 1_000_000_000 + ns
+
+
+def _pair(pid: int, address: int) -> tuple[int, int]:
+    """Two 64-bit integers in the process's memory (a struct timespec or timeval)."""
+    with open(PROC / str(pid) / "mem", "rb", buffering=0) as memory:
+        memory.seek(address)
+        first, second = _TIMESPEC.unpack(memory.read(_TIMESPEC.size))
+    return first, second
+
+
 @dataclass(slots=True)
 class Work:
-    """The programs behind the window that got an action's input: its process, the jobs run before it."""
+    """The programs behind the window that got an action's input: its process, the jobs run before it, and
+    the others that may draw in answer (the window manager, for the pointer)."""
 
     pid: int
     before: set[int] = field(default_factory=set)
     # those of the pids asleep on a timer: a wait channel is readable by the process's user (and root) only,
     # so a service that is neither asks the desktop user's worker (hands.Hands.on_a_timer)
     timers: Callable[[Collection[int]], set[int]] = field(default=lambda pids: set(filter(on_a_timer, pids)))
+    others: tuple[int, ...] = ()
+    waits: Callable[[Collection[int]], bool] = field(default=waiting)  # likewise (hands.Hands.waiting)
 
     @classmethod
     def of(cls, pid: int) -> Work | None:
@@ -88,6 +202,17 @@ class Work:
         pids = tree(self.pid)
         if busy(pids):
             return True
+        return self._on_a_timer(pids)
+
+    def resting(self) -> bool:
+        """Every thread of the programs (the others too) waits with no timer due soon, and no job the action
+        started sleeps on a timer: what they were to draw in answer, they have sent to the X server."""
+        pids = tree(self.pid)
+        return self.waits(
+            [*pids, *(p for other in self.others for p in tree(other))]
+        ) and not self._on_a_timer(pids)
+
+    def _on_a_timer(self, pids: list[int]) -> bool:
         started = jobs(pids) - self.before
         return bool(started) and bool(self.timers([pid for pid in pids if _group(pid) in started]))
 

@@ -15,9 +15,11 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
 from deskpilot import logs
@@ -42,6 +44,7 @@ from deskpilot.desktop.paste import PasteActions
 from deskpilot.desktop.reset import Reset
 from deskpilot.desktop.windows import WindowActions
 from deskpilot.desktop.x11 import focus as x_focus
+from deskpilot.desktop.x11.connection import XConnection
 from deskpilot.desktop.x11.damage import DamageWatcher
 from deskpilot.errors import DesktopError
 
@@ -54,6 +57,7 @@ KEYBOARD_ACTIONS = frozenset(
     {"type_keys", "press_keys", "type_text", "paste_text"}
 )  # evidence: keysDelivered
 POINTER_ACTIONS = frozenset({"click_mouse", "scroll", "drag_mouse"})  # the client under the pointer answers
+SHELL_LOOKUP_S = 5.0  # how long "no panel, no desktop window" holds before they are looked for again
 
 
 class DesktopController:
@@ -65,6 +69,8 @@ class DesktopController:
         # the display probe in flight: a hanging X server holds one worker thread, never more, never the loop
         self._probe: asyncio.Future[None] | None = None
         self._focus_guess = 0  # the window active at the last evidence: its title and class are asked early
+        # the processes behind the desktop's own windows (a settle's others), and when they were looked for
+        self._shell: tuple[tuple[int, ...], float] = ((), -math.inf)
         self.metrics: DesktopMetrics | None = None  # the app's families (deskpilot/desktop/metrics.py), if on
         tune_malloc()
         shared = Input(self.connections)
@@ -250,14 +256,26 @@ class DesktopController:
     def _work(
         self, action: actions.Looks, responders: list[int], jobs: tuple[int, set[int]] | None
     ) -> activity.Work | None:
-        """The programs behind the window that got the input (a launch: the window it shows)."""
+        """The programs behind the window that got the input (a launch: the window it shows), and the others
+        that draw in answer: the window manager (frames, titles) and the desktop's shell (a panel's task
+        buttons follow new windows, the focus and titles)."""
         with self.connections.using() as x:
-            wid = x.active_window() if isinstance(action, actions.Application) else next(iter(responders), 0)
-            pid = x.window_pid(wid) if wid else 0
+            wids = [x.active_window()] if isinstance(action, actions.Application) else responders[:1]
+            pid = x.window_pid(wids[0]) if wids and wids[0] else 0
+            others = {x.window_pid(x.window_manager()), *self._shell_pids(x)} - {0, pid}
         if pid <= 0:
             return None
         before = jobs[1] if jobs is not None and jobs[0] == pid else activity.jobs(activity.tree(pid))
-        return activity.Work(pid, before, self.hands.on_a_timer)
+        return activity.Work(pid, before, self.hands.on_a_timer, tuple(others), self.hands.waiting)
+
+    def _shell_pids(self, x: XConnection) -> tuple[int, ...]:
+        """The processes behind the desktop's own windows: found again when one of them has ended, or when
+        none was found (a panel starting after the first action) a few seconds ago."""
+        pids, found = self._shell
+        stale = not pids and time.monotonic() - found > SHELL_LOOKUP_S
+        if stale or not all(Path(f"/proc/{pid}").exists() for pid in pids):
+            self._shell = (tuple({x.window_pid(wid) for wid in x.shell_windows()} - {0}), time.monotonic())
+        return self._shell[0]
 
     def _responders(self, action: actions.Looks) -> tuple[bool, list[int]]:
         """Whether a keyboard action's keys had a window to go to (the X input focus is not None), and the

@@ -61,6 +61,11 @@ class Hands(Protocol):
         """Those of ``pids`` asleep on a timer (their wait channel, which only their user may read)."""
         ...
 
+    def waiting(self, pids: Collection[int]) -> bool:
+        """Whether every thread of ``pids`` waits with no timer due soon (``activity.waiting``: their system
+        calls and timeouts, which only their user may read)."""
+        ...
+
     async def accessibility(self, query: atspi.Query) -> dict[str, Any]:
         """The accessibility tree ``query`` asks for (``accessibility.read_tree``), in screen pixels."""
         ...
@@ -155,6 +160,9 @@ class LocalHands:
 
     def on_a_timer(self, pids: Collection[int]) -> set[int]:
         return {pid for pid in pids if activity.on_a_timer(pid)}
+
+    def waiting(self, pids: Collection[int]) -> bool:
+        return activity.waiting(pids)
 
     async def accessibility(self, query: atspi.Query) -> dict[str, Any]:
         return await accessibility.read_tree(self.atspi, query)

@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 _LENGTH = struct.Struct(">I")
 MAX_HEADER = 1 << 20
 _SLICE = 1 << 20
-TIMER_TIMEOUT_S = 0.5  # on_a_timer is asked during a settle: a worker that does not answer is no timer
+# on_a_timer and waiting are asked during a settle: a worker that does not answer says no timer, not waiting
+SETTLE_CALL_TIMEOUT_S = 0.5
 # the errors an answer may name; anything else the worker raised is a 500 of the service
 _ERRORS: dict[str, type[errors.DesktopError]] = {
     cls.__name__: cls
@@ -132,6 +133,8 @@ async def _answer(hands: LocalHands, header: dict[str, Any], payload: bytes) -> 
         return {"text": await hands.text_state(str(header["element"]))}, b""
     if op == "on_a_timer":
         return {"pids": sorted(hands.on_a_timer([int(p) for p in header["pids"]]))}, b""
+    if op == "waiting":
+        return {"waiting": hands.waiting([int(p) for p in header["pids"]])}, b""
     raise errors.InvalidAction(f"no such operation: {op!r}")
 
 
@@ -288,21 +291,29 @@ class RemoteHands:
         return _optional(answer["text"])
 
     def on_a_timer(self, pids: Collection[int]) -> set[int]:
-        """Asked from a settle's loop between two polls: a blocking call, bounded."""
-        if not pids:
-            return set()
+        answer = self._ask_now({"op": "on_a_timer", "pids": list(pids)}) if pids else None
+        return {int(p) for p in answer.get("pids", [])} if answer else set()
+
+    def waiting(self, pids: Collection[int]) -> bool:
+        answer = self._ask_now({"op": "waiting", "pids": list(pids)}) if pids else None
+        return bool(answer and answer.get("waiting") is True)
+
+    def _ask_now(self, header: dict[str, Any]) -> dict[str, Any] | None:
+        """A blocking call, bounded, for a settle's loop between two polls (a thread hop would cost more than
+        the answer); None when the worker does not answer in time, or is not the desktop user's."""
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.settimeout(TIMER_TIMEOUT_S)
+                sock.settimeout(SETTLE_CALL_TIMEOUT_S)
                 sock.connect(str(self.path))
                 if peer_uid(sock) != self.user.uid:
-                    return set()
-                sock.sendall(_head({"op": "on_a_timer", "pids": list(pids)}))
+                    return None
+                sock.sendall(_head(header))
                 reply = sock.makefile("rb")
                 (length,) = _LENGTH.unpack(reply.read(_LENGTH.size))
-                return {int(p) for p in json.loads(reply.read(length)).get("pids", [])}
+                answer = json.loads(reply.read(length))
+                return answer if isinstance(answer, dict) else None
         except (OSError, ValueError, struct.error):
-            return set()
+            return None
 
     def close(self) -> None:
         pass

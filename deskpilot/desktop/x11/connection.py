@@ -206,7 +206,14 @@ class XConnection:
 
     def application_windows(self) -> list[int]:
         """Client windows but the desktop's own (the desktop background and the panels)."""
-        shell = {self.atom("_NET_WM_WINDOW_TYPE_DESKTOP"), self.atom("_NET_WM_WINDOW_TYPE_DOCK")}
+        return self._client_windows(shell=False)
+
+    def shell_windows(self) -> list[int]:
+        """The desktop's own client windows: the desktop background and the panels."""
+        return self._client_windows(shell=True)
+
+    def _client_windows(self, shell: bool) -> list[int]:
+        kinds_of_shell = {self.atom("_NET_WM_WINDOW_TYPE_DESKTOP"), self.atom("_NET_WM_WINDOW_TYPE_DOCK")}
         out = []
         for wid in self.client_windows():
             try:
@@ -214,7 +221,7 @@ class XConnection:
                 kinds = window.get_full_property(self.atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM)
             except error.XError:
                 continue  # gone
-            if not (kinds and shell & set(kinds.value)):
+            if bool(kinds and kinds_of_shell & set(kinds.value)) == shell:
                 out.append(wid)
         return out
 

@@ -102,3 +102,57 @@ def test_a_job_running_before_the_action_is_not_its_work(shell: tuple[int, int])
     wait_until(lambda: not activity.busy(activity.tree(pid)), 5, what="sleep asleep")
     work = activity.Work.of(pid)  # taken before the next keys, with sleep running
     assert work is not None and not work.at_work()
+
+
+def _running(code: str) -> subprocess.Popen[bytes]:
+    """A Python process that sets itself up, says so on stdout, then runs ``code``."""
+    proc = subprocess.Popen([sys.executable, "-c", f"print(flush=True)\n{code}"], stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"\n"
+    return proc
+
+
+@pytest.mark.parametrize(
+    ("code", "waits"),
+    [
+        ("import select\nselect.poll().poll(-1)", True),  # input only
+        ("import select\nselect.poll().poll(60_000)", True),  # a timer a minute away
+        ("import threading\nthreading.Event().wait(60)", True),  # a futex with an absolute timeout
+        ("import time\ntime.sleep(60)", True),
+        ("import os, select\nselect.select([os.pipe()[0]], [], [], 60)", True),  # a timeval
+        (
+            "import select\nwhile True: select.poll().poll(5)",
+            False,
+        ),  # a timer within a frame, again and again
+        ("import time\nwhile True: time.sleep(0.01)", False),
+        ("while True: pass", False),  # running
+    ],
+)
+def test_waiting_reads_each_threads_wait_and_its_timer(code: str, waits: bool) -> None:
+    proc = _running(code)
+    try:
+        # what it does right after the print takes a moment to reach its wait: a yes may come late, a no
+        # must hold throughout
+        if waits:
+            assert wait_until(lambda: activity.waiting([proc.pid]), 5)
+        else:
+            assert not any(activity.waiting([proc.pid]) for _ in range(200))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_shell_at_its_prompt_rests_and_one_running_a_job_on_a_timer_does_not(
+    shell: tuple[int, int],
+) -> None:
+    pid, master = shell
+    work = activity.Work.of(pid)
+    assert work is not None
+    assert wait_until(work.resting, 5)  # readline in pselect6 with no timeout
+    os.write(master, b"sleep 1; echo done\n")
+    wait_until(lambda: not work.resting(), 5, what="the job on its timer")
+    wait_until(work.resting, 10, what="the prompt again")
+
+
+def test_a_thread_that_cannot_be_read_is_not_known_to_wait() -> None:
+    assert activity.due_ms(os.getpid(), 1 << 30) is None  # no such thread
+    assert activity.waiting([1 << 30])  # no such process: it waits for nothing

@@ -119,6 +119,7 @@ def test_commands_and_programs_run_as_the_desktop_user(hands: RemoteHands) -> No
         while hands.on_a_timer([pid]) != {pid}:  # its wait channel, readable by its user only
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
+        assert hands.waiting([pid])  # its system call and timer likewise: 30 s away
         await hands.stop([pid])
         assert not await hands.alive(pid)
 
@@ -144,6 +145,7 @@ def test_a_worker_that_serves_another_peer_answers_nothing(home: Path) -> None:
         with pytest.raises(HandsUnavailable):
             asyncio.run(hands.command(CommandRequest(command="id")))
         assert hands.on_a_timer([os.getpid()]) == set()
+        assert hands.waiting([os.getpid()]) is False  # not known to rest: the settle keeps its quiet period
     finally:
         proc.terminate()
         proc.wait(10)

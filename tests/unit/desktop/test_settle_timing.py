@@ -1,13 +1,14 @@
 """How long a settle waits for an action's drawing and how much quiet is rest, by action (settle.DEFAULTS),
-and when the screen counts as at rest (``Watch.due``)."""
+and when the screen counts as at rest (``Watch.due``), or may be found at rest early (``Watch.early``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from deskpilot.computer.actions import parse_action
 from deskpilot.computer.fields import Settle
-from deskpilot.desktop.settle import DEFAULTS, NOTHING_EXPECTED, Timing, Watch, timing
+from deskpilot.desktop.settle import DEFAULTS, EARLY_MS, NOTHING_EXPECTED, Timing, Watch, timing
 
 
 def action(name: str, **fields: Any) -> Any:
@@ -35,8 +36,23 @@ def test_a_launch_waits_longer_and_a_move_expects_nothing() -> None:
 def test_what_the_client_asks_wins_over_the_defaults() -> None:
     click = action("click_mouse", coordinates={"x": 1, "y": 1}, button="left", clickCount=1)
     asked = timing(click, Settle(quietMs=120, expectMs=0, maxMs=900))
-    assert asked == Timing(expect=0, quiet=120, answer=DEFAULTS["click_mouse"].answer)
+    assert asked == Timing(expect=0, quiet=120, answer=DEFAULTS["click_mouse"].answer, early=False)
     assert timing(click, Settle(maxMs=900)) == DEFAULTS["click_mouse"]
+
+
+def test_the_programs_word_ends_a_default_quiet_early_never_an_asked_one() -> None:
+    plan = DEFAULTS["click_mouse"]
+    watch = Watch(mark=7, started=100.0, seen=7)
+    assert watch.early(plan) == math.inf  # nothing drawn, the client has not read the input
+    watch.answered = 100.004
+    assert abs(watch.early(plan) - (100.004 + EARLY_MS / 1000)) < 1e-9
+    watch.first = watch.last = 100.03
+    assert abs(watch.early(plan) - (100.03 + EARLY_MS / 1000)) < 1e-9
+    asked = action("click_mouse", coordinates={"x": 1, "y": 1}, button="left", clickCount=1)
+    assert watch.early(timing(asked, Settle(quietMs=60, maxMs=900))) == math.inf
+    assert watch.early(DEFAULTS["application"]) == math.inf  # a launch's stages wait on other programs
+    alt = action("press_keys", keys=["alt", "left"], press="down")
+    assert watch.early(timing(alt, None)) == math.inf  # GTK's mnemonics are on a 300 ms timer
 
 
 def test_nothing_drawn_is_at_rest_after_the_expectation_or_the_clients_answer() -> None:
