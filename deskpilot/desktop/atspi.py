@@ -9,7 +9,10 @@ reaches it through ``Hands``, as it does files.
 Speed: the GTK bridge of Debian 12 (at-spi2-core 2.46) serves no ``Cache.GetItems``, so a tree is walked
 level by level, every call of a level sent at once and answered in one pipelined burst (role, states, name,
 children, extents, then the text of the text roles): a few milliseconds per level instead of a round trip
-per property, which is what makes pyatspi's walk slow (bench/accessibility.py measures both).
+per property, which is what makes pyatspi's walk slow (bench/accessibility.py measures both). Each
+application's calls go over a direct connection to it where its bridge offers one (AT-SPI's
+``GetApplicationBusAddress``, as libatspi does): a round trip without the bus daemon in the middle, a third
+of a terminal's tree.
 
 An element's ``id`` is its application's unique bus name and its object path (``1.42/117``): valid while
 the element lives (a bus name is never reused while the bus runs); a call on a vanished one fails, and
@@ -36,10 +39,12 @@ if TYPE_CHECKING:  # dbus-fast (~15 MiB) is imported where the bus is spoken to:
 ACCESSIBLE = "org.a11y.atspi.Accessible"
 COMPONENT = "org.a11y.atspi.Component"
 TEXT = "org.a11y.atspi.Text"
+APPLICATION = "org.a11y.atspi.Application"
 PATH_PREFIX = "/org/a11y/atspi/accessible/"
 ROOT = PATH_PREFIX + "root"
 REGISTRY = "org.a11y.atspi.Registry"
 CALL_TIMEOUT_S = 2.0  # a frozen application must not hold a tree (or a click) for ever
+DIRECT_TIMEOUT_S = 0.5  # an application's own connection: connected and greeted within this, or not used
 # calls in flight at once: dbus-fast (5.2) breaks the connection when the socket's send buffer is full (it
 # does not retry EAGAIN), and 128 small calls (~25 KB) stay well within a Unix socket's (~200 KB)
 IN_FLIGHT = 128
@@ -181,6 +186,7 @@ class Atspi:
         # starts there, and its first level says whether it still is the active one (three round trips fewer
         # than finding it again)
         self.window: tuple[tuple[int, str], Ref] | None = None
+        self._direct: dict[str, MessageBus | None] = {}  # an application's own connection (None: it has none)
 
     async def bus(self) -> MessageBus:
         loop = asyncio.get_running_loop()
@@ -199,7 +205,43 @@ class Atspi:
         self._loop, self._pids, self.window = loop, {}, None
         return self._bus
 
+    async def _bus_to(self, name: str) -> MessageBus:
+        """Where calls to the application ``name`` go: its direct connection, opened the first time it is
+        needed, else (the registry, an application without one, or one that failed) the bus."""
+        bus = await self.bus()
+        if not name.startswith(":"):
+            return bus
+        if name not in self._direct:
+            self._direct[name] = None  # asked once: the call below goes over the bus
+            self._direct[name] = await self._open_direct(name)
+        direct = self._direct[name]
+        if direct is not None and not direct.connected:  # the application is gone: its calls fail on the bus
+            self._direct[name] = direct = None
+        return direct or bus
+
+    async def _open_direct(self, name: str) -> MessageBus | None:
+        from dbus_fast.errors import InvalidAddressError
+
+        try:
+            address = await self.call((name, ROOT), APPLICATION, "GetApplicationBusAddress")
+            if not address:
+                return None  # the bridge has none (Qt's)
+            direct = _connect_direct(str(address))
+        except (CallFailed, OSError, InvalidAddressError):
+            return None  # or it does not answer: the bus serves
+        # a bridge admits only its own user (and closes the connection after the greeting otherwise): asked
+        # once, so that a refusal costs one call, not a tree
+        (role,) = await self._batch_on(direct, [((name, ROOT), ACCESSIBLE, "GetRoleName", "", ())])
+        if direct.connected and not isinstance(role, CallFailed):
+            return direct
+        direct.disconnect()
+        return None
+
     def close(self) -> None:
+        for direct in self._direct.values():
+            if direct is not None and direct.connected:
+                direct.disconnect()
+        self._direct = {}
         if self._bus is not None and self._bus.connected:
             self._bus.disconnect()
         self._bus = None
@@ -218,8 +260,13 @@ class Atspi:
 
         Callbacks, not a task or a coroutine per call (asyncio's own costs were most of a tree's time), at
         most ``IN_FLIGHT`` calls on the wire at once, written in waves (``_send_wave``): when half of them
-        are answered, the next wave fills the window again."""
-        bus = await self.bus()
+        are answered, the next wave fills the window again. Calls all to one application go over its direct
+        connection (``_bus_to``)."""
+        names = {ref[0] for ref, *_ in calls}
+        bus = await self._bus_to(names.pop()) if len(names) == 1 else await self.bus()
+        return await self._batch_on(bus, calls)
+
+    async def _batch_on(self, bus: MessageBus, calls: Sequence[Call]) -> list[Any]:
         answers: list[Any] = [CallFailed("timeout")] * len(calls)
         if not calls:
             return answers
@@ -307,6 +354,40 @@ async def _address() -> str:
     return str(reply.body[0])
 
 
+def _connect_direct(address: str) -> MessageBus:
+    """A peer-to-peer connection to an application's own D-Bus server. Not dbus-fast's ``connect``: that
+    says ``Hello`` to a bus daemon, which a peer does not answer. The socket is local and the handshake two
+    lines, so it is done here, blocking for at most ``DIRECT_TIMEOUT_S`` (uvloop's socket helpers on a
+    descriptor then watched by a reader made the first write fail); then dbus-fast 5.2 (as pinned) reads and
+    writes it as it does its own connections."""
+    from dbus_fast.aio import MessageBus
+    from dbus_fast.aio.message_bus import _MessageWriter
+    from dbus_fast.aio.message_reader import build_message_reader
+
+    bus = MessageBus(bus_address=address)
+    transport, options = bus._bus_address[0]
+    sock, stream, target = bus._create_socket_for_transport(transport, options)
+    try:
+        sock.settimeout(DIRECT_TIMEOUT_S)
+        sock.connect(target)
+        sock.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\n")
+        answer = sock.recv(512)
+        if not answer.startswith(b"OK "):
+            raise OSError(f"the application refused the connection: {answer[:80]!r}")
+        sock.sendall(b"BEGIN\r\n")
+        sock.setblocking(False)
+    except BaseException:
+        stream.close()
+        sock.close()
+        raise
+    bus._sock, bus._stream, bus._fd = sock, stream, sock.fileno()
+    bus._writer = _MessageWriter(bus)
+    reader = build_message_reader(bus._sock, bus._process_message, bus._finalize, bus._negotiate_unix_fd)
+    bus._loop.add_reader(bus._fd, reader)
+    bus.unique_name = ":peer"  # a peer has no bus to name it; nothing here reads it
+    return bus
+
+
 def _send_wave(
     bus: MessageBus,
     calls: Sequence[Call],
@@ -335,6 +416,7 @@ def _send_wave(
     writer.messages.append((wave, None, None))
     if idle:
         writer.write_callback(remove_writer=False)
-    if writer.buf is not None or writer.messages:
+    # a write that failed has closed the connection (its calls failed): no writer to wait on a closed socket
+    if bus.connected and (writer.buf is not None or writer.messages):
         loop.add_writer(writer.fd, writer.write_callback)
     return last - first
