@@ -25,7 +25,6 @@ from deskpilot.desktop.atspi import (
     TEXT,
     TEXT_ROLES,
     Atspi,
-    Call,
     CallFailed,
     Query,
     Ref,
@@ -35,6 +34,7 @@ from deskpilot.desktop.atspi import (
     parse_id,
     state_names,
 )
+from deskpilot.desktop.dbus_wire import Call
 from deskpilot.errors import InvalidAction
 
 if TYPE_CHECKING:

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from deskpilot.desktop import dbus_wire as wire
+from deskpilot.desktop.dbus_wire import Call
 from deskpilot.errors import AccessibilityUnavailable, InvalidAction
 
 if TYPE_CHECKING:  # dbus-fast (~15 MiB) is imported where the bus is spoken to: the service never is
@@ -111,7 +112,6 @@ INTERACTIVE_ROLES = frozenset(
 ID = re.compile(r"^(\d+\.\d+)/([A-Za-z0-9_/]{1,200})$")
 
 Ref = tuple[str, str]  # (unique bus name, object path)
-Call = tuple[Ref, str, str, str, Sequence[Any]]  # (element, interface, method, signature, arguments)
 
 
 def element_id(ref: Ref) -> str:
@@ -226,7 +226,7 @@ class Atspi:
             address = await self.call((name, ROOT), APPLICATION, "GetApplicationBusAddress")
             if not address:
                 return None  # the bridge has none (Qt's)
-            direct = _connect_direct(str(address))
+            direct = wire.connect_peer(str(address), DIRECT_TIMEOUT_S)
         except (CallFailed, OSError, InvalidAddressError):
             return None  # or it does not answer: the bus serves
         # a bridge admits only its own user (and closes the connection after the greeting otherwise): asked
@@ -259,7 +259,7 @@ class Atspi:
         """Many calls in one burst: each answer's first value, or the ``CallFailed`` it got, in order.
 
         Callbacks, not a task or a coroutine per call (asyncio's own costs were most of a tree's time), at
-        most ``IN_FLIGHT`` calls on the wire at once, written in waves (``_send_wave``): when half of them
+        most ``IN_FLIGHT`` calls on the wire at once, written in waves (``wire.send_wave``): when half of them
         are answered, the next wave fills the window again. Calls all to one application go over its direct
         connection (``_bus_to``)."""
         names = {ref[0] for ref, *_ in calls}
@@ -287,9 +287,9 @@ class Atspi:
                 if not done.done():
                     done.set_result(None)
             elif sent < len(calls) and waiting <= IN_FLIGHT // 2 and not done.done():
-                sent += _send_wave(bus, calls, sent, IN_FLIGHT - waiting, answered)
+                sent += wire.send_wave(bus, calls, sent, IN_FLIGHT - waiting, answered)
 
-        sent = _send_wave(bus, calls, 0, IN_FLIGHT, answered)
+        sent = wire.send_wave(bus, calls, 0, IN_FLIGHT, answered)
         with contextlib.suppress(TimeoutError):  # a frozen application: what did not answer stays failed
             await asyncio.wait_for(done, CALL_TIMEOUT_S)
         return answers
@@ -352,71 +352,3 @@ async def _address() -> str:
     if reply is None or reply.message_type == MessageType.ERROR:
         raise AccessibilityUnavailable(f"org.a11y.Bus answers {reply.error_name if reply else 'nothing'}")
     return str(reply.body[0])
-
-
-def _connect_direct(address: str) -> MessageBus:
-    """A peer-to-peer connection to an application's own D-Bus server. Not dbus-fast's ``connect``: that
-    says ``Hello`` to a bus daemon, which a peer does not answer. The socket is local and the handshake two
-    lines, so it is done here, blocking for at most ``DIRECT_TIMEOUT_S`` (uvloop's socket helpers on a
-    descriptor then watched by a reader made the first write fail); then dbus-fast 5.2 (as pinned) reads and
-    writes it as it does its own connections."""
-    from dbus_fast.aio import MessageBus
-    from dbus_fast.aio.message_bus import _MessageWriter
-    from dbus_fast.aio.message_reader import build_message_reader
-
-    bus = MessageBus(bus_address=address)
-    transport, options = bus._bus_address[0]
-    sock, stream, target = bus._create_socket_for_transport(transport, options)
-    try:
-        sock.settimeout(DIRECT_TIMEOUT_S)
-        sock.connect(target)
-        sock.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\n")
-        answer = sock.recv(512)
-        if not answer.startswith(b"OK "):
-            raise OSError(f"the application refused the connection: {answer[:80]!r}")
-        sock.sendall(b"BEGIN\r\n")
-        sock.setblocking(False)
-    except BaseException:
-        stream.close()
-        sock.close()
-        raise
-    bus._sock, bus._stream, bus._fd = sock, stream, sock.fileno()
-    bus._writer = _MessageWriter(bus)
-    reader = build_message_reader(bus._sock, bus._process_message, bus._finalize, bus._negotiate_unix_fd)
-    bus._loop.add_reader(bus._fd, reader)
-    bus.unique_name = ":peer"  # a peer has no bus to name it; nothing here reads it
-    return bus
-
-
-def _send_wave(
-    bus: MessageBus,
-    calls: Sequence[Call],
-    first: int,
-    room: int,
-    answered: Callable[[int, Message | None, Exception | None], None],
-) -> int:
-    """Calls ``first`` on (at most ``room`` of them) in one write, each answer to ``answered(index, ...)``;
-    how many. dbus-fast's ``_call`` writes each message as it comes, a system call each (a third of a
-    terminal's tree); here its reply table and its writer's queue are filled as ``_call`` fills them."""
-    from dbus_fast import Message
-
-    writer, loop = bus._writer, bus._loop
-    assert writer is not None and loop is not None and isinstance(writer.fd, int)  # a connected bus's
-    last = min(len(calls), first + room)
-    wave = bytearray()
-    for index in range(first, last):
-        ref, interface, member, signature, body = calls[index]
-        message = Message(
-            destination=ref[0], path=ref[1], interface=interface, member=member, signature=signature,
-            body=list(body), serial=bus.next_serial(),
-        )  # fmt: skip
-        bus._method_return_handlers[message.serial] = functools.partial(answered, index)
-        wave += message._marshall(False)
-    idle = writer.buf is None and not writer.messages
-    writer.messages.append((wave, None, None))
-    if idle:
-        writer.write_callback(remove_writer=False)
-    # a write that failed has closed the connection (its calls failed): no writer to wait on a closed socket
-    if bus.connected and (writer.buf is not None or writer.messages):
-        loop.add_writer(writer.fd, writer.write_callback)
-    return last - first

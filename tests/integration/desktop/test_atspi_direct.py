@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from deskpilot.desktop import atspi
+from deskpilot.desktop import dbus_wire
 from deskpilot.desktop.accessibility import read_tree
 from deskpilot.desktop.atspi import Atspi, Query
 from testbed.atspi import accessibility_bus
@@ -73,7 +73,7 @@ def test_an_application_that_refuses_is_read_over_the_bus(
     _, pid = terminal
     # another user greets the bridge (the bus is greeted as before): it closes the connection after the
     # handshake
-    monkeypatch.setattr(atspi, "os", SimpleNamespace(environ=os.environ, getuid=lambda: os.getuid() + 4242))
+    monkeypatch.setattr(dbus_wire, "os", SimpleNamespace(getuid=lambda: os.getuid() + 4242))
 
     async def read() -> tuple[dict[str, Any], Atspi]:
         reader = Atspi()
