@@ -69,7 +69,7 @@ class DesktopController:
         # the display probe in flight: a hanging X server holds one worker thread, never more, never the loop
         self._probe: asyncio.Future[None] | None = None
         self._focus_guess = 0  # the window active at the last evidence: its title and class are asked early
-        # the processes behind the desktop's own windows (a settle's others), and when they were looked for
+        # the processes of the desktop's own programs (a settle's others), and when they were looked for
         self._shell: tuple[tuple[int, ...], float] = ((), -math.inf)
         self.metrics: DesktopMetrics | None = None  # the app's families (deskpilot/desktop/metrics.py), if on
         tune_malloc()
@@ -262,19 +262,21 @@ class DesktopController:
         with self.connections.using() as x:
             wids = [x.active_window()] if isinstance(action, actions.Application) else responders[:1]
             pid = x.window_pid(wids[0]) if wids and wids[0] else 0
-            others = {x.window_pid(x.window_manager()), *self._shell_pids(x)} - {0, pid}
+            others = set(self._shell_pids(x)) - {pid}
         if pid <= 0:
             return None
         before = jobs[1] if jobs is not None and jobs[0] == pid else activity.jobs(activity.tree(pid))
         return activity.Work(pid, before, self.hands.on_a_timer, tuple(others), self.hands.waiting)
 
     def _shell_pids(self, x: XConnection) -> tuple[int, ...]:
-        """The processes behind the desktop's own windows: found again when one of them has ended, or when
-        none was found (a panel starting after the first action) a few seconds ago."""
+        """The processes of the desktop's own programs: the window manager and those behind the desktop's
+        windows (panels, the desktop). Found again when one of them has ended, or when none but the window
+        manager was found (a panel starting after the first action) a few seconds ago."""
         pids, found = self._shell
-        stale = not pids and time.monotonic() - found > SHELL_LOOKUP_S
+        stale = len(pids) < 2 and time.monotonic() - found > SHELL_LOOKUP_S
         if stale or not all(Path(f"/proc/{pid}").exists() for pid in pids):
-            self._shell = (tuple({x.window_pid(wid) for wid in x.shell_windows()} - {0}), time.monotonic())
+            wids = [x.window_manager(), *x.shell_windows()]
+            self._shell = (tuple({x.window_pid(wid) for wid in wids if wid} - {0}), time.monotonic())
         return self._shell[0]
 
     def _responders(self, action: actions.Looks) -> tuple[bool, list[int]]:
