@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,8 +32,29 @@ def terminal() -> Iterator[tuple[Display, int]]:
         proc = display.spawn(
             ["xfce4-terminal", "--disable-server"], env={"GNOME_ACCESSIBILITY": "1", "HOME": str(home)}
         )
-        wait_until(lambda: asyncio.run(_tree(Atspi(), proc.pid))["root"] is not None, 60, what="its tree")
+        wait_until(lambda: _read(proc.pid)["root"] is not None, 60, what="its tree")
+        # a terminal just started still lays out its rows (its text grows by empty lines): compared once still
+        wait_until(lambda: _still(proc.pid), 30, interval=0.2, what="its tree to stay the same")
         yield display, proc.pid
+
+
+def _still(pid: int) -> bool:
+    first = _shape(_read(pid)["root"])
+    time.sleep(0.3)
+    return first == _shape(_read(pid)["root"])
+
+
+def _read(pid: int) -> dict[str, Any]:
+    """A tree read by a reader of its own, closed after."""
+
+    async def read() -> dict[str, Any]:
+        reader = Atspi()
+        try:
+            return await _tree(reader, pid)
+        finally:
+            reader.close()
+
+    return asyncio.run(read())
 
 
 async def _tree(atspi: Atspi, pid: int) -> dict[str, Any]:
