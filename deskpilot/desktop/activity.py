@@ -183,7 +183,7 @@ def _pair(pid: int, address: int) -> tuple[int, int]:
 @dataclass(slots=True)
 class Work:
     """The programs behind the window that got an action's input: its process, the jobs run before it, and
-    the others that may draw in answer (the window manager, for the pointer)."""
+    the others that may draw in answer (the window manager, the panel and the desktop)."""
 
     pid: int
     before: set[int] = field(default_factory=set)

@@ -16,8 +16,8 @@ mapped, decorated and painted in stages). So a settle has two phases, read from 
 
 The quiet period may end early for input a client reads (keys, a click, a scroll, a drag) when the client
 asked no ``quietMs`` of its own: once ``EARLY_MS`` have passed since the last drawing (or since the client
-read the input, nothing drawn), and the programs behind the window (and the window manager, for the
-pointer) have been seen twice, ``EARLY_MS`` apart, waiting with nothing runnable and no timer due soon
+read the input, nothing drawn), and the programs behind the window (and the window manager, the panel
+and the desktop) have been seen twice, ``EARLY_MS`` apart, waiting with nothing runnable and no timer due soon
 (``activity.Work.resting``). What they were to draw, they have drawn: a click that draws nothing settles
 ~20 ms after it rather than 50.
 
