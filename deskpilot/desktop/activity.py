@@ -96,6 +96,7 @@ _FUTEX_WAIT, _FUTEX_WAIT_BITSET, _FUTEX_CMD, _FUTEX_CLOCK_REALTIME = 0, 9, 0x7F,
 _WAITS_FOR_INPUT = frozenset({0, 19, 45, 47, 43, 288, 61, 247, 34, 130})
 _TIMESPEC = struct.Struct("qq")
 _NO_TIMER = float("inf")
+_X86_64 = os.uname().machine == "x86_64"  # the numbers above are x86-64's
 
 
 def waiting(pids: Collection[int], soon_ms: float = SOON_MS) -> bool:
@@ -122,7 +123,7 @@ def due_ms(pid: int, tid: int) -> float | None:
         if _stat(task / "stat")[0] in ("R", "D"):
             return None
         call = (task / "syscall").read_text().split()
-        if len(call) < 7 or os.uname().machine != "x86_64":
+        if len(call) < 7 or not _X86_64:
             return None
         number, args = int(call[0]), [int(a, 16) for a in call[1:7]]
         return _timeout(pid, number, args)
