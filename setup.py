@@ -24,6 +24,7 @@ APPLIANCE = (
     "scripts/appliance.sh",
     "scripts/with-x.sh",
     "scripts/with-env.sh",
+    "scripts/supervise.py",
     "scripts/install-system.sh",
     "scripts/docker-engine.sh",
 )

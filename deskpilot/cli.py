@@ -195,7 +195,10 @@ def eval_command(args: argparse.Namespace) -> int:
         return 2
 
     def open_box() -> contextlib.AbstractContextManager[Sandbox]:
-        return sandbox(url=args.url, agent_url=args.agent_url, token=args.token, image=args.image)
+        return sandbox(
+            url=args.url, agent_url=args.agent_url, token=args.token, image=args.image,
+            services=("desktop", "tasks"),  # no UI: nobody looks at it
+        )  # fmt: skip
 
     lines = sys.stderr if args.json else sys.stdout
     replay_out = args.out / "replay" if args.replay else None

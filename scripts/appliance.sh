@@ -41,6 +41,8 @@ export DESKPILOT_DISPLAY_USER=${DESKPILOT_DISPLAY_USER:-deskpilot-display}
 export DESKPILOT_STATE_DIR=${DESKPILOT_STATE_DIR:-/var/lib/deskpilot}
 export DESKPILOT_RUN_DIR=${DESKPILOT_RUN_DIR:-/run/deskpilot}
 export DESKPILOT_VENV=${DESKPILOT_VENV:-$here/.venv}
+# the services started with the appliance (the desktop's always is); the others start on demand (supervisorctl)
+export DESKPILOT_SERVICES=${DESKPILOT_SERVICES:-desktop tasks ui}
 # SQLite in the state dir unless DATABASE_URL (which the task service prefers) points elsewhere, e.g. PostgreSQL
 export TASKS_DATABASE_URL=${TASKS_DATABASE_URL:-${AGENT_DATABASE_URL:-sqlite+aiosqlite:///$DESKPILOT_STATE_DIR/agent.db}}
 # what POST /reset brings the home back to: this copy's skeleton, wherever the package is installed
@@ -68,6 +70,16 @@ runs_as() {
     echo root
   fi
 }
+DESKPILOT_START_TASKS=false DESKPILOT_START_UI=false
+# shellcheck disable=SC2034 # read by name where supervisord's environment is made (conf_env)
+for service in $DESKPILOT_SERVICES; do
+  case $service in
+    desktop) ;;
+    tasks) DESKPILOT_START_TASKS=true ;;
+    ui) DESKPILOT_START_UI=true ;;
+    *) fail "DESKPILOT_SERVICES: no service '$service' (desktop, tasks, ui)" ;;
+  esac
+done
 DESKPILOT_DESKTOP_RUNS_AS=$(runs_as "$DESKPILOT_DISPLAY_USER")
 DESKPILOT_HANDS_RUNS_AS=$(runs_as "$DESKPILOT_USER")
 DESKPILOT_TASKS_RUNS_AS=$(runs_as "$DESKPILOT_TASKS_USER")
@@ -117,7 +129,8 @@ esac
 if [[ ${1:-} == --print-config ]]; then
   for name in DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_TASKS_USER DESKPILOT_DISPLAY_USER \
     DESKPILOT_HOME DESKPILOT_STATE_DIR DESKPILOT_RUN_DIR DESKPILOT_VENV DESKPILOT_DESKTOP_RUNS_AS \
-    DESKPILOT_HANDS_RUNS_AS DESKPILOT_TASKS_RUNS_AS DESKTOP_PORT TASKS_PORT UI_PORT TASKS_DATABASE_URL; do
+    DESKPILOT_HANDS_RUNS_AS DESKPILOT_TASKS_RUNS_AS DESKTOP_PORT TASKS_PORT UI_PORT TASKS_DATABASE_URL \
+    DESKPILOT_SERVICES; do
     echo "$name=${!name}"
   done | sed -E 's#(://[^/:@]+:)[^/@]*@#\1***@#' # a database URL's password
   echo "DESKPILOT_TOKEN_SOURCE=$token_source"
@@ -321,8 +334,10 @@ log "display $DESKPILOT_DISPLAY, desktop :$DESKTOP_PORT (live view /vnc), tasks 
 # supervisord's whole environment: the session's, and the settings supervisord.conf reads.
 conf_env=()
 for name in DESKPILOT_RUN_DIR DESKPILOT_DISPLAY DESKPILOT_HOST DESKPILOT_USER DESKPILOT_VENV DESKPILOT_STATE_DIR \
-  DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_HANDS_RUNS_AS DESKPILOT_TASKS_RUNS_AS DESKTOP_PORT TASKS_PORT UI_PORT; do
+  DESKPILOT_DESKTOP_RUNS_AS DESKPILOT_HANDS_RUNS_AS DESKPILOT_TASKS_RUNS_AS DESKTOP_PORT TASKS_PORT UI_PORT \
+  DESKPILOT_START_TASKS DESKPILOT_START_UI; do
   conf_env+=("$name=${!name}")
 done
 exec env -i "${base[@]}" "${session_env[@]}" "${conf_env[@]}" \
-  "DESKPILOT_XVFB_USER=$DESKPILOT_DESKTOP_RUNS_AS" "$DESKPILOT_VENV/bin/supervisord" -c "$here/supervisord.conf"
+  "DESKPILOT_XVFB_USER=$DESKPILOT_DESKTOP_RUNS_AS" "$DESKPILOT_VENV/bin/python" "$here/scripts/supervise.py" \
+  -c "$here/supervisord.conf"

@@ -13,6 +13,7 @@ kills) anything of the appliance's still running; ``cleanup()`` deletes the dire
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import random
 import shutil
@@ -22,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+import xmlrpc.client
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,6 +82,11 @@ def free_display(numbers: range = range(100, 400)) -> str:
     raise ApplianceError("no free X display number")
 
 
+# an appliance's services (DESKPILOT_SERVICES starts some: the desktop's always), and their programs
+SERVICES = ("desktop", "tasks", "ui")
+PROGRAMS = {"desktop": "desktop-api", "tasks": "task-api", "ui": "ui"}
+
+
 class Endpoints:
     """The three services of an appliance on loopback ports, and waiting until they answer."""
 
@@ -87,6 +94,7 @@ class Endpoints:
     agent_port: int
     ui_port: int
     started_at: float
+    services: tuple[str, ...] = SERVICES  # those started with it
 
     @property
     def desktop_url(self) -> str:
@@ -104,10 +112,30 @@ class Endpoints:
         """Why the appliance cannot become ready any more (it exited ...), with its log; None while it can."""
         raise NotImplementedError
 
+    def url(self, service: str) -> str:
+        return {"desktop": self.desktop_url, "tasks": self.agent_url, "ui": self.ui_url}[service]
+
     def wait_ready(self, timeout: float = 90) -> float:
-        """Seconds from start until the three services' /health answered 200."""
-        pending = [f"{u}/health" for u in (self.desktop_url, self.agent_url, self.ui_url)]
-        deadline = self.started_at + timeout
+        """Seconds from start until the started services' /health answered 200."""
+        self.wait_healthy(self.services, timeout, self.started_at)
+        return time.monotonic() - self.started_at
+
+    def start_service(self, service: str, timeout: float = 60) -> None:
+        """Start a service that did not start with the appliance, and wait until it answers; nothing when
+        it runs."""
+        if service in self.services:
+            return
+        since = time.monotonic()
+        self.start_program(PROGRAMS[service])
+        self.services += (service,)
+        self.wait_healthy([service], timeout, since)
+
+    def start_program(self, program: str) -> None:
+        raise NotImplementedError
+
+    def wait_healthy(self, services: Iterable[str], timeout: float, since: float) -> None:
+        pending = [f"{self.url(s)}/health" for s in services]
+        deadline = since + timeout
         with httpx.Client(timeout=1) as client:
             while pending:
                 if time.monotonic() > deadline:
@@ -120,7 +148,6 @@ class Endpoints:
                     if problem := self.problem():
                         raise ApplianceError(problem) from None
                 time.sleep(0.02)
-        return time.monotonic() - self.started_at
 
     def log_tail(self) -> str:
         raise NotImplementedError
@@ -152,6 +179,7 @@ class NativeAppliance(Endpoints):
     token: str | None = None  # DESKPILOT_TOKEN; None: a loopback appliance without one
     settings: dict[str, str] = field(default_factory=dict)  # more variables, e.g. AGENT_MODEL
     venv: Path | None = None
+    services: tuple[str, ...] = SERVICES  # started with it (DESKPILOT_SERVICES); the others on demand
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
 
@@ -188,6 +216,7 @@ class NativeAppliance(Endpoints):
             "DESKPILOT_STATE_DIR": str(self.state_dir),
             "DESKPILOT_RUN_DIR": str(self.run_dir),
             "DESKPILOT_VENV": str(self.venv or default_venv(self.checkout)),
+            "DESKPILOT_SERVICES": " ".join(self.services),
             **self.settings,  # last: a setting given may change any of the above (DESKPILOT_HOST ...)
         }
         env.pop("DESKPILOT_TOKEN", None)
@@ -220,6 +249,19 @@ class NativeAppliance(Endpoints):
                 reaper, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         return self
+
+    def start_program(self, program: str) -> None:
+        """supervisord's ``startProcess``, on its socket in the run directory (root's only: we are root)."""
+        supervisor = xmlrpc.client.ServerProxy(
+            "http://localhost/RPC2", transport=_UnixTransport(self.run_dir / "supervisor.sock")
+        )
+        try:
+            supervisor.supervisor.startProcess(program, False)
+        except xmlrpc.client.Fault as exc:
+            if "ALREADY_STARTED" not in exc.faultString:
+                raise ApplianceError(f"supervisord could not start {program}: {exc.faultString}") from None
+        except OSError as exc:
+            raise ApplianceError(f"supervisord could not start {program}: {exc}\n{self.log_tail()}") from None
 
     def problem(self) -> str | None:
         if self.proc is None or self.proc.poll() is not None:
@@ -274,3 +316,26 @@ class NativeAppliance(Endpoints):
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+class _UnixTransport(xmlrpc.client.Transport):
+    """XML-RPC over a Unix socket (supervisord's), with the standard library alone: the caller's interpreter
+    need not have supervisor installed."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._socket = str(path)
+
+    def make_connection(self, host: object) -> http.client.HTTPConnection:
+        return _UnixConnection(self._socket)
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=10)
+        self._socket = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self._socket)

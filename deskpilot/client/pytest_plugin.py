@@ -56,13 +56,19 @@ def deskpilot_settings() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def deskpilot_sandbox(pytestconfig: pytest.Config, deskpilot_settings: dict[str, str]) -> Iterator[Sandbox]:
+def deskpilot_sandbox(
+    request: pytest.FixtureRequest, pytestconfig: pytest.Config, deskpilot_settings: dict[str, str]
+) -> Iterator[Sandbox]:
+    """The session's sandbox: with its task service when a collected test takes ``agent`` (else it starts
+    at ``agent``'s first use), its UI when asked (``deskpilot_sandbox.start("ui")``)."""
     option = pytestconfig.getoption
+    takes_agent = any("agent" in getattr(item, "fixturenames", ()) for item in request.session.items)
     with sandbox(
         url=option("deskpilot_url"),
         image=option("deskpilot_image"),
         token=option("deskpilot_token"),
         settings=deskpilot_settings,
+        services=("desktop", "tasks") if takes_agent else ("desktop",),
     ) as box:
         yield box
 
@@ -85,6 +91,7 @@ def desktop(deskpilot_sandbox: Sandbox, _deskpilot_record: Record) -> Iterator[D
 
 @pytest.fixture
 def agent(deskpilot_sandbox: Sandbox, _deskpilot_record: Record) -> Iterator[Agent]:
+    deskpilot_sandbox.start("tasks")  # taken by getfixturevalue: not seen at collection
     with RecordingAgent(deskpilot_sandbox.agent_url, deskpilot_sandbox.token, _deskpilot_record) as client:
         yield client
 

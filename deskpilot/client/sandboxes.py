@@ -19,14 +19,14 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from deskpilot.client.agent import Agent, AsyncAgent
 from deskpilot.client.container import ImageAppliance, start_engine
-from deskpilot.client.native import ROOT, ApplianceError, NativeAppliance
+from deskpilot.client.native import ROOT, SERVICES, ApplianceError, NativeAppliance
 from deskpilot.computer.client import AsyncDesktop, Desktop
 
 __all__ = ["ApplianceError", "Sandbox", "sandbox"]
@@ -41,19 +41,40 @@ def next_port(url: str) -> str:
 
 @dataclass
 class Sandbox:
-    """An appliance's URLs and token, with a blocking client of each service (``desktop``, ``agent``)."""
+    """An appliance's URLs and token, with a blocking client of each service (``desktop``, ``agent``). A
+    service the sandbox did not start with it (``sandbox(services=...)``) starts when first used: the task
+    service at ``agent``'s first use, the UI at ``start("ui")``."""
 
     desktop_url: str
     agent_url: str
     token: str | None = None
     ui_url: str | None = None
     ready_seconds: float = 0.0  # start to ready (0 when attached)
+    services: tuple[str, ...] = SERVICES  # those running
+    starter: Callable[[str], None] | None = field(default=None, repr=False)  # starts one that is not
     desktop: Desktop = field(init=False)
-    agent: Agent = field(init=False)
+    _agent: Agent = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.desktop = Desktop(self.desktop_url, self.token)
-        self.agent = Agent(self.agent_url, self.token)
+        self._agent = Agent(self.agent_url, self.token)
+
+    @property
+    def agent(self) -> Agent:
+        self.start("tasks")
+        return self._agent
+
+    def start(self, service: str) -> None:
+        """Start ``service`` (``tasks`` or ``ui``) when it did not start with the sandbox, and wait until
+        it answers; nothing when it runs."""
+        if service not in SERVICES:
+            raise ValueError(f"no service {service!r}: {', '.join(SERVICES)}")
+        if service in self.services:
+            return
+        if self.starter is None:
+            raise ApplianceError(f"this sandbox cannot start its {service} service")
+        self.starter(service)
+        self.services += (service,)
 
     def async_desktop(self) -> AsyncDesktop:
         """A new asyncio client of the desktop (close it: ``async with``)."""
@@ -61,17 +82,19 @@ class Sandbox:
 
     def async_agent(self) -> AsyncAgent:
         """A new asyncio client of the task service (close it: ``async with``)."""
+        self.start("tasks")
         return AsyncAgent(self.agent_url, self.token)
 
     def reset(self) -> None:
         """A clean state: every task deleted (a running one stopped first), then ``POST /reset`` (keys
         released, applications closed, the home back to its skeleton)."""
-        self.agent.clear()
+        if "tasks" in self.services:
+            self._agent.clear()
         self.desktop.reset()
 
     def close(self) -> None:
         self.desktop.close()
-        self.agent.close()
+        self._agent.close()
 
 
 @contextlib.contextmanager
@@ -84,12 +107,18 @@ def sandbox(
     settings: Mapping[str, str] | None = None,
     timeout: float = 120,
     checkout: str | Path | None = None,
+    services: Iterable[str] = SERVICES,
 ) -> Iterator[Sandbox]:
     """A private appliance (natively, or from ``image``) or the one at ``url`` (its desktop service; the
     task service at ``agent_url``, by default the next port). ``settings`` are more of the appliance's
     variables (docs/operations.md), e.g. ``AGENT_OPENAI_BASE_URL`` and ``AGENT_MODEL`` for a scripted
     model; ``checkout`` is the Deskpilot checkout a native sandbox runs from (default: the installed
-    package's copy of the appliance, or the checkout it is imported from)."""
+    package's copy of the appliance, or the checkout it is imported from). ``services`` are those a native
+    sandbox starts with it (the desktop's always; the others start when first used: ``Sandbox``): a test
+    of the desktop alone starts in less time and CPU with ``services=["desktop"]``. An image starts all."""
+    services = tuple(services)
+    if unknown := set(services) - set(SERVICES):
+        raise ValueError(f"no service {', '.join(sorted(unknown))}: {', '.join(SERVICES)}")
     if url is not None:
         box = Sandbox(url.rstrip("/"), (agent_url or next_port(url)).rstrip("/"), token or _env_token())
         try:
@@ -105,7 +134,10 @@ def sandbox(
         )
     else:
         checkout = Path(checkout) if checkout else ROOT
-        appliance = NativeAppliance(checkout=checkout, token=token, settings=dict(settings or {}))
+        wanted = tuple(s for s in SERVICES if s == "desktop" or s in services)
+        appliance = NativeAppliance(
+            checkout=checkout, token=token, settings=dict(settings or {}), services=wanted
+        )
     with _running(appliance, token, timeout) as box:
         yield box
 
@@ -121,7 +153,10 @@ def _running(appliance: NativeAppliance | ImageAppliance, token: str, timeout: f
     try:
         appliance.start()
         seconds = appliance.wait_ready(timeout)
-        box = Sandbox(appliance.desktop_url, appliance.agent_url, token, appliance.ui_url, seconds)
+        box = Sandbox(
+            appliance.desktop_url, appliance.agent_url, token, appliance.ui_url, seconds, appliance.services,
+            appliance.start_service,
+        )  # fmt: skip
         try:
             yield box
         finally:

@@ -36,6 +36,31 @@ def test_a_native_sandbox_leaves_nothing_behind() -> None:
             httpx.get(f"{url}/health", timeout=2)
 
 
+def test_a_sandbox_of_the_desktop_alone_starts_the_others_when_first_used() -> None:
+    """``services=["desktop"]``: the task service and the UI do not run until used (``agent``, ``start``);
+    a reset does not start them; leaving stops what was started on the way."""
+    pids_before = set(processes.descendants())
+    with deskpilot.sandbox(services=["desktop"]) as box:
+        assert box.services == ("desktop",)
+        assert box.desktop.health()["status"] == "ok"
+        for url in (box.agent_url, box.ui_url):
+            with pytest.raises(httpx.ConnectError):
+                httpx.get(f"{url}/health", timeout=2)
+        box.reset()
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{box.agent_url}/health", timeout=2)
+        assert box.agent.health()["status"] == "ok"  # started by its first use
+        box.start("ui")
+        assert httpx.get(f"{box.ui_url}/health", timeout=10).status_code == 200
+        assert box.services == ("desktop", "tasks", "ui")
+        box.start("ui")  # running: nothing to do
+        with pytest.raises(ValueError, match="no service"):
+            box.start("mail")
+    assert set(processes.descendants()) - pids_before == set()
+    with pytest.raises(ValueError, match="no service"), deskpilot.sandbox(services=["desktop", "mail"]):
+        pass
+
+
 def test_a_sandbox_never_touches_the_callers_own_processes() -> None:
     """Programs the caller starts while a sandbox runs keep running after it stops, and keep their parent:
     their exit status is the caller's to collect."""
