@@ -1,20 +1,21 @@
 """What OpenTelemetry traces (deskpilot/tracing.py) cost, alone and with the Prometheus metrics.
 
-    .venv/bin/python bench/tracing.py [--rounds 30] [--n 100]
+    .venv/bin/python bench/tracing.py [--rounds 30] [--n 100] [--processes 4]
 
-Each service runs six times side by side, as in production (its own uvicorn process, one worker, the token
-required), two processes each way:
+Each service runs side by side as in production (its own uvicorn process, one worker, the token required),
+``--processes`` processes each way:
 
   off              DESKPILOT_METRICS=off, no OTEL_EXPORTER_OTLP_ENDPOINT: no instrumentation at all
   metrics          the default: metrics on, traces off (the SDK not even imported)
   metrics+traces   both on, exporting to an OTLP/HTTP receiver in a process of its own on loopback
                    (testbed/otlp.py, which decodes every batch as a collector would)
 
-Each way's figures pool its two processes: one process differs from another of the same code by about as
-much as is measured (its memory's layout, its database file), and the spread of each pair shows by how much
-in the same run. All get the same requests, with a ``traceparent`` as the agent and the UI send it, in rounds
-of ``--n`` per process interleaved in a new random order each round, so that load from elsewhere falls on all
-alike; every process has the same hash seed, the task services' SQLite files are on tmpfs:
+Each way's p50 is the median of its processes' p50s: one process differs from another of the same code by
+about as much as is measured (its memory's layout, its database file), so one process a way measures the
+process more than the way; the spread of each way's processes shows by how much in the same run. All get the
+same requests, with a ``traceparent`` as the agent and the UI send it, in rounds of ``--n`` per process
+interleaved in a new random order each round, so that load from elsewhere falls on all alike; every process
+has the same hash seed, the task services' SQLite files are on tmpfs:
 
   POST /computer-use click_mouse on an idle area (no settle), and screenshot (an unchanged screen: a fifth as
       many), on the desktop service (traces: the caller's context, a ``desktop.perform`` span)
@@ -54,14 +55,14 @@ TASK = b'{"description": "a task of the tracing bench"}'
 WAYS = ("off", "metrics", "metrics+traces")
 
 
-def variants(factory: str, env: dict[str, str], endpoint: str) -> list[Served]:
-    """Two processes each way."""
+def variants(factory: str, env: dict[str, str], endpoint: str, processes: int) -> list[Served]:
+    """``processes`` processes each way."""
     ways = {
         "off": {"DESKPILOT_METRICS": "off"},
         "metrics": {"DESKPILOT_METRICS": "on"},
         "metrics+traces": {"DESKPILOT_METRICS": "on", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint},
     }
-    return [Served(way, factory, {**env, **ways[way]}) for way in WAYS for _ in (1, 2)]
+    return [Served(way, factory, {**env, **ways[way]}) for way in WAYS for _ in range(processes)]
 
 
 def measure(group: list[Served], path: str, body: bytes, status: int, rounds: int, n: int) -> None:
@@ -93,21 +94,21 @@ def report(title: str, group: list[Served], target: float) -> None:
     print(f"  {title}")
     p50, spread = {}, 0.0
     for way in WAYS:
-        pair = [v for v in group if v.name == way]
-        pooled = [s for v in pair for s in v.samples]
-        p50[way] = ms(pooled)
-        each = [ms(v.samples) for v in pair]
-        spread = max(spread, abs(each[0] - each[1]) / p50[way] * 100)
+        processes = [v for v in group if v.name == way]
+        pooled = [s for v in processes for s in v.samples]
+        each = [ms(v.samples) for v in processes]
+        p50[way] = statistics.median(each)
+        spread = max(spread, (max(each) - min(each)) / p50[way] * 100)
         print(
             f"    {way:<15} p50 {p50[way]:7.3f} ms   p95 {ms(pooled, 0.95):7.3f} ms   "
-            f"({len(pooled)} requests; its two processes {each[0]:.3f}, {each[1]:.3f})"
+            f"({len(pooled)} requests; its processes {', '.join(f'{e:.3f}' for e in each)})"
         )
     for what, base in (("traces", "metrics"), ("metrics and traces", "off")):
         added = p50["metrics+traces"] - p50[base]
         share = added / p50[base] * 100
         verdict = f"target <= {target:g} %: " + ("ok" if share <= target else "OVER")
         print(f"    added by {what}: {added:+7.3f} ms = {share:+5.2f} %   ({verdict})")
-    print(f"    the two processes of one way apart by up to {spread:.2f} %", flush=True)
+    print(f"    the processes of one way apart by up to {spread:.2f} %", flush=True)
 
 
 def span_cost() -> None:
@@ -137,6 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--n", type=int, default=100, help="requests per process per round")
+    parser.add_argument("--processes", type=int, default=4, help="of each service, each way")
     args = parser.parse_args()
     own = ("OTEL_", "DESKTOP_", "AGENT_", "DESKPILOT_METRICS")
     base = {k: v for k, v in os.environ.items() if k.upper() not in VARIABLES and not k.startswith(own)}
@@ -154,14 +156,14 @@ def main() -> None:
     endpoint = f"http://127.0.0.1:{port}"
     wait_http(f"{endpoint}/stats")
     desktop_env = {**base, "DESKTOP_DISPLAY": display.name, "DESKPILOT_TOKEN_SHA256": digest(TOKEN)}
-    desktop = variants("deskpilot.desktop.api:create_app", desktop_env, endpoint)
+    desktop = variants("deskpilot.desktop.api:create_app", desktop_env, endpoint, args.processes)
     task_env = {
         **base, "DESKPILOT_TOKEN": TOKEN, "TASKS_WORKER_ENABLED": "false",
         "TASKS_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
     }  # fmt: skip
     tasks = [
         Served(v.name, v.factory, {**v.env, "TASKS_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
-        for i, v in enumerate(variants("deskpilot.tasks.app:create_app", task_env, endpoint))
+        for i, v in enumerate(variants("deskpilot.tasks.app:create_app", task_env, endpoint, args.processes))
     ]
     try:
         for v in [*desktop, *tasks]:
