@@ -42,6 +42,9 @@ class DesktopSettings(BaseSettings):
     # the desktop user's worker (desktop/handsd.py), which does files, programs and commands as that user;
     # unset: this process does them (as the desktop user, or as root with the user's rights)
     hands_socket: Path | None = None
+    # the user that worker runs as, whose socket alone is trusted: the desktop user (unset), or root when the
+    # desktop user cannot read the code (scripts/appliance.sh then runs it as root, and says so)
+    hands_user: str | None = None
     # DESKTOP_ACCESSIBILITY: the toolkits' accessibility bridges in the session's programs, which the
     # accessibility action reads. Off by default: with GTK's bridge on, a Thunar navigation's frame was not
     # the rested one in 3 of 4 end-to-end runs (docs/desktop-api.md, "accessibility")

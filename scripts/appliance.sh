@@ -23,6 +23,7 @@
 #   scripts/appliance.sh --print-config  print the resolved settings, who would run the programs and where the
 #                                        token would come from (no secret), then exit
 set -euo pipefail
+export PATH=$PATH:/usr/sbin:/sbin # runuser, for a caller whose PATH lacks them (cron, env -i)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The directory the package is imported from: the checkout itself, or site-packages when this is the installed
 # package's copy (deskpilot/_appliance, which setup.py lays out as the checkout; `deskpilot up` runs it).
@@ -274,7 +275,8 @@ tasks_home=("HOME=$DESKPILOT_STATE_DIR" "USER=$DESKPILOT_TASKS_RUNS_AS" "LOGNAME
 desktop_settings=()
 take 'DESKTOP_[A-Z0-9_]+' desktop_settings
 desktop_settings+=("DESKTOP_DISPLAY=$DESKPILOT_DISPLAY" "DESKTOP_USER=$DESKPILOT_USER" "DESKTOP_HOME=$DESKPILOT_HOME"
-  "DESKTOP_FILES_DIR=$DESKPILOT_HOME/Desktop" "DESKTOP_HANDS_SOCKET=$DESKPILOT_RUN_DIR/hands/hands.sock")
+  "DESKTOP_FILES_DIR=$DESKPILOT_HOME/Desktop" "DESKTOP_HANDS_SOCKET=$DESKPILOT_RUN_DIR/hands/hands.sock"
+  "DESKTOP_HANDS_USER=$DESKPILOT_HANDS_RUNS_AS")
 
 # The desktop service: the display owner's home, X authority and x11vnc's socket; the token's digest and the
 # desktop credential's, never either.

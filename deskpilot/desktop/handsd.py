@@ -206,9 +206,17 @@ def main(argv: Sequence[str] | None = None) -> None:
 class RemoteHands:
     """``Hands`` done by the desktop user's worker on ``path``."""
 
-    def __init__(self, path: Path, user: DesktopUser, files_dir: Path | None, max_bytes: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        user: DesktopUser,
+        files_dir: Path | None,
+        max_bytes: int,
+        worker_uid: int | None = None,  # who the worker runs as (DESKTOP_HANDS_USER); default: the user
+    ) -> None:
         self.path = path
         self.user = user
+        self.worker_uid = user.uid if worker_uid is None else worker_uid  # its socket's only trusted server
         self.root = files_dir or user.home / "Desktop"
         self.max_bytes = max_bytes
 
@@ -221,7 +229,7 @@ class RemoteHands:
             ) from None
         try:
             sock = writer.get_extra_info("socket")
-            if sock is None or peer_uid(sock) != self.user.uid:
+            if sock is None or peer_uid(sock) != self.worker_uid:
                 raise errors.HandsUnavailable(f"{self.path} is not {self.user.name}'s worker")
             await _send(writer, header, payload)
             answer, data = await _read(reader, self.max_bytes)
@@ -305,7 +313,7 @@ class RemoteHands:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.settimeout(SETTLE_CALL_TIMEOUT_S)
                 sock.connect(str(self.path))
-                if peer_uid(sock) != self.user.uid:
+                if peer_uid(sock) != self.worker_uid:
                     return None
                 sock.sendall(_head(header))
                 reply = sock.makefile("rb")
@@ -322,7 +330,8 @@ class RemoteHands:
 def hands_for(settings: DesktopSettings, user: DesktopUser) -> Hands:
     """The worker's when ``DESKTOP_HANDS_SOCKET`` names one (the appliance), else this process's own."""
     if settings.hands_socket is not None:
-        return RemoteHands(settings.hands_socket, user, settings.files_dir, settings.max_file_bytes)
+        worker = pwd.getpwnam(settings.hands_user).pw_uid if settings.hands_user else None
+        return RemoteHands(settings.hands_socket, user, settings.files_dir, settings.max_file_bytes, worker)
     return local_hands(settings, user)
 
 

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from deskpilot.config import DesktopSettings
 from deskpilot.desktop.command import CommandRequest
 from deskpilot.desktop.files import DesktopUser
-from deskpilot.desktop.handsd import RemoteHands
+from deskpilot.desktop.handsd import RemoteHands, hands_for
 from deskpilot.errors import FileConflict, FileMissing, HandsUnavailable, TooLarge
 
 DESKTOP_USER = "user"
@@ -170,3 +171,27 @@ def test_the_service_refuses_a_socket_served_by_another_user(home: Path) -> None
 
     asyncio.run(go())
     assert received in ([], [b""])
+
+
+def test_a_worker_the_launcher_runs_as_root_is_trusted_when_the_service_is_told_so(home: Path) -> None:
+    """A checkout the desktop user cannot read: scripts/appliance.sh runs the worker as root and gives the
+    service DESKTOP_HANDS_USER=root, so root's socket is the worker's (and the desktop user's is not)."""
+    socket = home.parent / "hands" / "root.sock"
+    settings = DesktopSettings(user=DESKTOP_USER, home=home, hands_socket=socket, hands_user="root")
+    hands = hands_for(settings, DesktopUser.lookup(DESKTOP_USER, home))
+    assert isinstance(hands, RemoteHands) and hands.worker_uid == 0
+    received: list[bytes] = []
+
+    async def go() -> None:
+        async def listen(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            received.append(await reader.read(100))
+            writer.close()
+
+        server = await asyncio.start_unix_server(listen, socket)
+        async with server:
+            with pytest.raises(HandsUnavailable, match="went away"):  # not a worker: it hangs up
+                await hands.write("notes.txt", b"to the worker")
+            await asyncio.sleep(0.1)
+
+    asyncio.run(go())
+    assert received and received[0]  # the request was sent
