@@ -225,11 +225,24 @@ async def wait_for_rest(
             if capture is not None and half and watch.seen != looked_at and len(looks) < LOOKS_AHEAD:
                 looked_at = watch.seen
                 looks.append(asyncio.ensure_future(asyncio.to_thread(capture)))
-            await asyncio.sleep(POLL if now >= due else max(0.0, min(due - now, limit - now, POLL)))
+            await asyncio.sleep(POLL if now >= due else _next_look(watch, plan, now, due, limit, work))
     finally:
         # the screenshot after this waits for them anyway (one capture at a time); a failed one is that
         # screenshot's to report
         await asyncio.gather(*looks, return_exceptions=True)
+
+
+def _next_look(
+    watch: Watch, plan: Timing, now: float, due: float, limit: float, work: activity.Work | None
+) -> float:
+    """Seconds to the next look: a poll, or sooner the moment the screen is due at rest, the programs may
+    first be asked, or their rest may be confirmed (a poll's step late would add to every settle)."""
+    wake = min(due, limit, now + POLL)
+    if work is not None:
+        early = watch.early(plan)
+        confirm = early if now < early else watch.resting + EARLY_MS / 1000 if watch.resting else math.inf
+        wake = min(wake, confirm)
+    return max(0.0, wake - now)
 
 
 def _settled(watch: Watch, now: float, settled: bool) -> Rested:
