@@ -113,11 +113,13 @@ def sandbox_start(python: Path, env: dict[str, str], cwd: Path) -> float:
 def pytest_wall(venv: Path, project: Path, *args: str) -> float:
     """Seconds of a whole pytest run in ``project`` (sandbox boots and teardowns included)."""
     started = time.monotonic()
-    subprocess.run(
+    done = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=project, env=outside_env(venv), stdin=subprocess.DEVNULL, capture_output=True, check=True,
+        cwd=project, env=outside_env(venv), stdin=subprocess.DEVNULL, capture_output=True, text=True,
         timeout=600,
     )  # fmt: skip
+    if done.returncode:
+        raise RuntimeError(f"pytest {' '.join(args)} failed:\n{done.stdout[-6000:]}{done.stderr[-2000:]}")
     return time.monotonic() - started
 
 
