@@ -152,10 +152,9 @@ def test_a_worker_that_serves_another_peer_answers_nothing(home: Path) -> None:
         proc.wait(10)
 
 
-def test_the_service_refuses_a_socket_served_by_another_user(home: Path) -> None:
-    """Not the desktop user's worker (here: root's listener): the service sends it nothing."""
-    socket = home.parent / "hands" / "impostor.sock"
-    hands = RemoteHands(socket, DesktopUser.lookup(DESKTOP_USER, home), None, MAX_BYTES)
+def _write_to_a_root_listener(hands: RemoteHands, error: str) -> list[bytes]:
+    """What a listener of root's on ``hands.path`` receives when ``hands`` writes a file (which fails with
+    ``error``: the listener hangs up)."""
     received: list[bytes] = []
 
     async def go() -> None:
@@ -163,14 +162,21 @@ def test_the_service_refuses_a_socket_served_by_another_user(home: Path) -> None
             received.append(await reader.read(100))
             writer.close()
 
-        server = await asyncio.start_unix_server(listen, socket)
+        server = await asyncio.start_unix_server(listen, hands.path)
         async with server:
-            with pytest.raises(HandsUnavailable, match="not user's worker"):
+            with pytest.raises(HandsUnavailable, match=error):
                 await hands.write("secret.txt", b"what a file would hold")
             await asyncio.sleep(0.1)
 
     asyncio.run(go())
-    assert received in ([], [b""])
+    return received
+
+
+def test_the_service_refuses_a_socket_served_by_another_user(home: Path) -> None:
+    """Not the desktop user's worker (here: root's listener): the service sends it nothing."""
+    socket = home.parent / "hands" / "impostor.sock"
+    hands = RemoteHands(socket, DesktopUser.lookup(DESKTOP_USER, home), None, MAX_BYTES)
+    assert _write_to_a_root_listener(hands, "not user's worker") in ([], [b""])
 
 
 def test_a_worker_the_launcher_runs_as_root_is_trusted_when_the_service_is_told_so(home: Path) -> None:
@@ -180,18 +186,5 @@ def test_a_worker_the_launcher_runs_as_root_is_trusted_when_the_service_is_told_
     settings = DesktopSettings(user=DESKTOP_USER, home=home, hands_socket=socket, hands_user="root")
     hands = hands_for(settings, DesktopUser.lookup(DESKTOP_USER, home))
     assert isinstance(hands, RemoteHands) and hands.worker_uid == 0
-    received: list[bytes] = []
-
-    async def go() -> None:
-        async def listen(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            received.append(await reader.read(100))
-            writer.close()
-
-        server = await asyncio.start_unix_server(listen, socket)
-        async with server:
-            with pytest.raises(HandsUnavailable, match="went away"):  # not a worker: it hangs up
-                await hands.write("notes.txt", b"to the worker")
-            await asyncio.sleep(0.1)
-
-    asyncio.run(go())
+    received = _write_to_a_root_listener(hands, "went away")  # not a worker: it hangs up
     assert received and received[0]  # the request was sent
