@@ -240,8 +240,10 @@ def _next_look(
     wake = min(due, limit, now + POLL)
     if work is not None:
         early = watch.early(plan)
-        confirm = early if now < early else watch.resting + EARLY_MS / 1000 if watch.resting else math.inf
-        wake = min(wake, confirm)
+        if now < early:
+            wake = min(wake, early)
+        elif watch.resting is not None:
+            wake = min(wake, watch.resting + EARLY_MS / 1000)
     return max(0.0, wake - now)
 
 
