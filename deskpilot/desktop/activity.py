@@ -90,6 +90,7 @@ def jobs(pids: list[int]) -> set[int]:
 # x86-64 system call numbers of the waits ``waiting`` reads, and where each keeps its timeout
 _POLL, _SELECT, _NANOSLEEP, _FUTEX, _EPOLL_WAIT, _CLOCK_NANOSLEEP = 7, 23, 35, 202, 232, 230
 _PSELECT6, _PPOLL, _EPOLL_PWAIT = 270, 271, 281
+_IN_MEMORY = frozenset({_PPOLL, _PSELECT6, _SELECT, _FUTEX, _NANOSLEEP, _CLOCK_NANOSLEEP})  # read from memory
 _FUTEX_WAIT, _FUTEX_WAIT_BITSET, _FUTEX_CMD, _FUTEX_CLOCK_REALTIME = 0, 9, 0x7F, 256
 # blocking reads and waits with no timeout of their own: read, readv, recvfrom, recvmsg, accept, accept4,
 # wait4, waitid, pause, rt_sigsuspend
@@ -122,11 +123,15 @@ def due_ms(pid: int, tid: int) -> float | None:
     try:
         if _stat(task / "stat")[0] in ("R", "D"):
             return None
-        call = (task / "syscall").read_text().split()
+        text = (task / "syscall").read_text()
+        call = text.split()
         if len(call) < 7 or not _X86_64:
             return None
         number, args = int(call[0]), [int(a, 16) for a in call[1:7]]
-        return _timeout(pid, number, args)
+        due = _timeout(pid, number, args)
+        if due is not None and number in _IN_MEMORY and (task / "syscall").read_text() != text:
+            return None  # it woke while its timeout was read from its memory, which may hold anything now
+        return due
     except (OSError, ValueError, IndexError, struct.error):
         return None  # exited, running ("running" has no arguments) or unreadable
 
