@@ -210,13 +210,18 @@ class Work:
             return True
         return self._on_a_timer(pids)
 
+    def started_job(self) -> bool:
+        """Running a job the action started that sleeps on a timer."""
+        return self._on_a_timer(tree(self.pid))
+
     def resting(self) -> bool:
         """Every thread of the programs (the others too) waits with no timer due soon, and no job the action
         started sleeps on a timer: what they were to draw in answer, they have sent to the X server."""
         pids = tree(self.pid)
-        return self.waits(
-            [*pids, *(p for other in self.others for p in tree(other))]
-        ) and not self._on_a_timer(pids)
+        # the job first: one that ends after its shell was seen waiting for it would pass both reads
+        if self._on_a_timer(pids):
+            return False
+        return self.waits([*pids, *(p for other in self.others for p in tree(other))])
 
     def _on_a_timer(self, pids: list[int]) -> bool:
         started = jobs(pids) - self.before

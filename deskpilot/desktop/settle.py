@@ -13,6 +13,8 @@ mapped, decorated and painted in stages). So a settle has two phases, read from 
    answers, not a cadence), and until the programs behind the window are no longer at work
    (``activity.py``: computing, or running a command the action started that sleeps on a timer), at most
    ``maxMs`` in all: ``settled: false`` when that ran out with the screen still changing or them at work.
+   What the work ends with (a command's output) is drawn after its end, so the end, seen at the first look
+   that no longer finds them at work, is waited out as input is (``Watch.saw_work``).
 
 The quiet period may end early for input a client reads (keys, a click, a scroll, a drag) when the client
 asked no ``quietMs`` of its own: once ``EARLY_MS`` have passed since the last drawing (or since the client
@@ -135,6 +137,7 @@ class Watch:
     pings: tuple[int, ...] = ()  # the _NET_WM_PINGs sent after the input, and when the last was answered
     answered: float | None = None
     at_work: float | None = None  # when the programs behind the window were last seen at work
+    work_done: float | None = None  # when they were first seen done after that: its last output is on its way
     resting: float | None = None  # since when they have been seen resting (``activity.Work.resting``)
 
     def look(self, watcher: DamageWatcher, sync: bool = False) -> None:
@@ -151,11 +154,22 @@ class Watch:
             self.longest_pause = max(self.longest_pause, at - self.last)
         self.seen, self.last = count, at
 
+    def saw_work(self, at_work: bool, now: float) -> None:
+        """What a look at the programs behind the window found: at work, or done (the first look that finds
+        them no longer at work: the end lies between the two looks)."""
+        if at_work:
+            self.at_work, self.work_done = now, None
+        elif self.at_work is not None and self.work_done is None:
+            self.work_done = now
+
     def due(self, plan: Timing) -> float:
         """When the screen counts as at rest if nothing more is drawn (monotonic seconds)."""
-        if self.at_work is not None:  # what the work ended with is drawn after it: wait for it as for input
-            return max(self._due(plan), self.at_work + max(plan.answer or plan.quiet, plan.quiet) / 1000)
-        return self._due(plan)
+        if self.at_work is None:
+            return self._due(plan)
+        # at work: look again in a while; done: what the work ended with (a command's output, through the
+        # shell and the terminal's repaint) is drawn after its end, waited for as an answer to input
+        since = self.at_work if self.work_done is None else self.work_done
+        return max(self._due(plan), since + max(plan.answer or plan.quiet, plan.quiet) / 1000)
 
     def _due(self, plan: Timing) -> float:
         if self.first is None:
@@ -172,6 +186,8 @@ class Watch:
         for input a client reads (``answer``): a launch's stages wait on other programs."""
         if not plan.answer or not plan.early:
             return math.inf
+        if self.work_done is not None and (self.first is None or self.last < self.work_done):
+            return math.inf  # the work has ended and what it ended with is not drawn yet: ``due`` decides
         if self.first is None:
             return math.inf if self.answered is None else self.answered + EARLY_MS / 1000
         return self.last + EARLY_MS / 1000
@@ -206,13 +222,15 @@ async def wait_for_rest(
             due = watch.due(plan)
             if now >= due:
                 watch.look(watcher, sync=True)  # a drawing still on its way counts
-                if watch.due(plan) > now:
-                    continue
-                if work is None or not work.at_work():
+                if work is not None and watch.due(plan) <= now:
+                    watch.saw_work(work.at_work(), now)
+                if watch.due(plan) <= now:
                     return _settled(watch, now, True)
-                watch.at_work = now
             elif work is not None and now >= watch.early(plan):
                 watch.look(watcher, sync=True)  # as above
+                # every look, not only at ``due``: a job that ends just before one would leave its output
+                # no time to be drawn
+                watch.saw_work(work.started_job(), now)
                 if now < watch.early(plan) or not work.resting():
                     watch.resting = None
                 elif watch.resting is None or watch.resting < watch.early(plan):

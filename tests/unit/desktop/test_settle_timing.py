@@ -84,3 +84,22 @@ def test_a_press_that_leaves_alt_held_waits_for_the_mnemonics() -> None:
         timing(action("press_keys", keys=["ctrl", "l"], press="down"), None).quiet
         == DEFAULTS["press_keys"].quiet
     )
+
+
+def test_the_end_of_the_work_is_waited_out_as_input_is() -> None:
+    """A command's output comes after its job ends (the shell writes it, the terminal repaints): the end,
+    first seen at a look, is an input of its own, never rest."""
+    plan = DEFAULTS["type_text"]
+    watch = Watch(mark=7, started=100.0, seen=9, first=100.03, last=100.03)
+    watch.saw_work(True, 100.1)
+    watch.saw_work(True, 100.4)
+    assert abs(watch.due(plan) - (100.4 + plan.answer / 1000)) < 1e-9  # at work: look again in a while
+    assert watch.early(plan) == 100.03 + EARLY_MS / 1000  # the looks go on (the job's end is seen at one)
+    watch.saw_work(False, 100.45)
+    watch.saw_work(False, 100.46)  # the end is the first look that found it over
+    assert abs(watch.due(plan) - (100.45 + plan.answer / 1000)) < 1e-9
+    assert watch.early(plan) == math.inf  # nothing drawn since: its output is on its way
+    watch.last = 100.47
+    assert abs(watch.early(plan) - (100.47 + EARLY_MS / 1000)) < 1e-9
+    watch.saw_work(True, 100.5)  # another job (``sleep 1; sleep 1``)
+    assert watch.work_done is None and abs(watch.due(plan) - (100.5 + plan.answer / 1000)) < 1e-9
