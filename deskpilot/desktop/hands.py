@@ -140,9 +140,14 @@ class LocalHands:
             )
         except OSError as exc:
             raise InvalidAction(f"cannot start {argv[0]}: {exc.strerror}; is it installed?") from None
-        self._children = {pid: p for pid, p in self._children.items() if p.poll() is None}
+        self.reap()
         self._children[proc.pid] = proc
         return proc.pid
+
+    def reap(self) -> None:
+        """Wait for the programs it started that have exited (the worker calls it on SIGCHLD): a launcher
+        that hands its window to a running instance (``thunar``) exits at once and would stay a zombie."""
+        self._children = {pid: p for pid, p in self._children.items() if p.poll() is None}
 
     async def alive(self, pid: int) -> bool:
         proc = self._children.get(pid)

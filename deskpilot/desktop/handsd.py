@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import pwd
+import signal
 import socket
 import struct
 from collections.abc import Callable, Collection, Sequence
@@ -194,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if removed:
             log.info("removed %d temporary files of interrupted writes", removed)
         log.info("serving %s (uid %d) on %s for uid %d", user.name, os.geteuid(), args.socket, peer)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGCHLD, hands.reap)
         await serve(hands, args.socket, peer)()
 
     with contextlib.suppress(KeyboardInterrupt):
@@ -229,8 +231,11 @@ class RemoteHands:
             ) from None
         try:
             sock = writer.get_extra_info("socket")
-            if sock is None or peer_uid(sock) != self.worker_uid:
-                raise errors.HandsUnavailable(f"{self.path} is not {self.user.name}'s worker")
+            served_by = None if sock is None else peer_uid(sock)
+            if served_by != self.worker_uid:
+                raise errors.HandsUnavailable(
+                    f"{self.path} is served by uid {served_by}, not the worker's ({self.worker_uid})"
+                )
             await _send(writer, header, payload)
             answer, data = await _read(reader, self.max_bytes)
         except (asyncio.IncompleteReadError, ConnectionError, ValueError) as exc:

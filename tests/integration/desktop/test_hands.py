@@ -127,6 +127,19 @@ def test_commands_and_programs_run_as_the_desktop_user(hands: RemoteHands) -> No
     asyncio.run(go())
 
 
+def test_a_program_that_exits_at_once_is_waited_for(hands: RemoteHands) -> None:
+    """A launcher that hands its window to a running instance exits at once: no zombie under the worker."""
+
+    async def go() -> None:
+        pid = await hands.launch(["true"])
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{pid}").exists():  # a zombie keeps its /proc entry until it is waited for
+            assert time.monotonic() < deadline, f"{pid} was not waited for"
+            await asyncio.sleep(0.05)
+
+    asyncio.run(go())
+
+
 def test_the_home_is_reset_to_a_skeleton(hands: RemoteHands, home: Path) -> None:
     skeleton = home.parent / "skeleton"
     (skeleton / ".config").mkdir(parents=True)
@@ -176,7 +189,8 @@ def test_the_service_refuses_a_socket_served_by_another_user(home: Path) -> None
     """Not the desktop user's worker (here: root's listener): the service sends it nothing."""
     socket = home.parent / "hands" / "impostor.sock"
     hands = RemoteHands(socket, DesktopUser.lookup(DESKTOP_USER, home), None, MAX_BYTES)
-    assert _write_to_a_root_listener(hands, "not user's worker") in ([], [b""])
+    refused = rf"served by uid 0, not the worker's \({hands.worker_uid}\)"
+    assert _write_to_a_root_listener(hands, refused) in ([], [b""])
 
 
 def test_a_worker_the_launcher_runs_as_root_is_trusted_when_the_service_is_told_so(home: Path) -> None:
