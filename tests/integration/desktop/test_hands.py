@@ -130,14 +130,11 @@ def test_commands_and_programs_run_as_the_desktop_user(hands: RemoteHands) -> No
 def test_a_program_that_exits_at_once_is_waited_for(hands: RemoteHands) -> None:
     """A launcher that hands its window to a running instance exits at once: no zombie under the worker."""
 
-    async def go() -> None:
-        pid = await hands.launch(["true"])
-        deadline = time.monotonic() + 5
-        while Path(f"/proc/{pid}").exists():  # a zombie keeps its /proc entry until it is waited for
-            assert time.monotonic() < deadline, f"{pid} was not waited for"
-            await asyncio.sleep(0.05)
-
-    asyncio.run(go())
+    pid = asyncio.run(hands.launch(["true"]))
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{pid}").exists():  # a zombie keeps its /proc entry until it is waited for
+        assert time.monotonic() < deadline, f"{pid} was not waited for"
+        time.sleep(0.05)
 
 
 def test_the_home_is_reset_to_a_skeleton(hands: RemoteHands, home: Path) -> None:
