@@ -101,6 +101,13 @@ def rested(desktop: Desktop, timeout: float = 20) -> str:
     raise AssertionError(f"the screen did not rest for {REST_S} s within {timeout} s")
 
 
+def differences(a: np.ndarray, b: np.ndarray) -> str:
+    """Where two frames differ (a failure in CI, where no frame is kept, says what it was about)."""
+    ys, xs = np.nonzero((a != b).any(axis=2))
+    where = f"x {xs.min()}-{xs.max()}, y {ys.min()}-{ys.max()} of {a.shape[1]}x{a.shape[0]}"
+    return f"differs in {where}: {len(xs)} pixels"
+
+
 def act(desktop: Desktop, server: xdisplay.Display, name: str, **fields: Any) -> dict[str, Any]:
     """The action as the agent sends it, checked against the screen at rest, and the screen the desktop
     captures at rest against the X server's own."""
@@ -108,7 +115,8 @@ def act(desktop: Desktop, server: xdisplay.Display, name: str, **fields: Any) ->
     body = desktop.action(name, **fields, **AGENT)
     at_rest = rested(desktop)
     said = {k: body.get(k) for k in ("settled", "settledMs", "drawn")}
-    assert np.array_equal(pixels(body["data"]["image"]), pixels(at_rest)), f"{name} {fields}: {said}"
+    answered, rest = pixels(body["data"]["image"]), pixels(at_rest)
+    assert np.array_equal(answered, rest), f"{name} {fields}: {said}; {differences(answered, rest)}"
     ours = pixels(str(desktop.action("screenshot")["data"]["image"]))
     assert np.array_equal(ours, the_servers(server)), (
         f"{name} {fields}: the capture is not the server's screen"
