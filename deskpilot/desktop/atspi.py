@@ -193,14 +193,16 @@ class Atspi:
         if self._bus is not None and self._bus.connected and self._loop is loop:
             return self._bus
         self.close()
+        from dbus_fast import AuthError
         from dbus_fast.aio import MessageBus
 
+        refused = (OSError, TimeoutError, ValueError, EOFError, AuthError)  # EOFError: hung up on in the auth
         try:
             self._bus = await asyncio.wait_for(MessageBus(bus_address=await _address()).connect(), 2)
-        except (OSError, TimeoutError, ValueError, AccessibilityUnavailable) as exc:
+        except (*refused, AccessibilityUnavailable) as exc:
+            why = str(exc) or type(exc).__name__
             raise AccessibilityUnavailable(
-                f"the accessibility (AT-SPI) bus does not answer ({exc or type(exc).__name__}); "
-                "is at-spi-bus-launcher running in the desktop session?"
+                f"the accessibility (AT-SPI) bus does not answer ({why}); {_hint()}"
             ) from None
         self._loop, self._pids, self.window = loop, {}, None
         return self._bus
@@ -326,6 +328,15 @@ class Atspi:
 
 class CallFailed(Exception):
     """A call AT-SPI answered with an error (the element is gone, the interface is not there ...)."""
+
+
+def _hint() -> str:
+    if os.geteuid() == 0:  # a bus hangs up on a user it does not admit (EOFError): the session's admit theirs
+        return (
+            "it runs as root (the launcher does so for a checkout the desktop user cannot read), and the "
+            "session's buses admit the desktop user only"
+        )
+    return "is at-spi-bus-launcher running in the desktop session?"
 
 
 async def _address() -> str:
