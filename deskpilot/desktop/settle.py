@@ -230,8 +230,9 @@ async def wait_for_rest(
                 watch.look(watcher, sync=True)  # as above
                 # every look, not only at ``due``: a job that ends just before one would leave its output
                 # no time to be drawn
-                watch.saw_work(work.started_job(), now)
-                if now < watch.early(plan) or not work.resting():
+                job = work.started_job()
+                watch.saw_work(job, now)
+                if job or now < watch.early(plan) or not work.resting():
                     watch.resting = None
                 elif watch.resting is None or watch.resting < watch.early(plan):
                     watch.resting = now  # seen once: a program waiting for another's reply looks the same
