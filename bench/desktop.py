@@ -6,13 +6,15 @@ desktop service as in production (its own uvicorn process, one worker, on a free
   screenshot over HTTP, a pixel changed before each (target p50 <= 7 ms)    vs python-xlib GetImage +
   the same of an unchanged screen, served again (target p50 <= 1 ms)         Pillow PNG + stdlib base64/json,
   in-process capture + encode (target p50 <= 10 ms)                          in this same run
-  screenshots 1366 and 1280 wide, screen changed (target: p50 <= the full frame's, interleaved with it)
+  screenshots 1366 and 1280 wide, screen changed (target: p50 <= the full frame's, interleaved with it): a
+  pixel, two pixels in opposite corners (a change spanning the screen), a pixel on every row
   PNG size against time at each `compression` level
   click over HTTP (target p50 <= 2 ms)                          vs `xdotool click` subprocess
   click, move and a changed full screenshot over the action channel (GET /computer-use/ws), interleaved
   with the same over HTTP (targets p50 <= 0.6, 0.5 and 6 ms)
   type_text of 100 ASCII characters over HTTP (target <= 30 ms)
-  desktop-service RSS after 1,000 screenshots, settle, evidence and the journal in use (target <= 128 MiB)
+  desktop-service RSS after 1,000 screenshots, settle, evidence and the journal in use: right after them,
+  and at rest once the frame heap went back (deskpilot/desktop/heap.py; target <= 128 MiB)
 
 Run: make bench  (or .venv/bin/python bench/desktop.py [--n 200]). Not a test: figures vary with load.
 """
@@ -40,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.action_channel import Channel
 from deskpilot.config import DesktopSettings
+from deskpilot.desktop import heap
 from deskpilot.desktop.controller import DesktopController
 from testbed.bench_desktop import Changer, bench_desktop
 from testbed.timing import timed
@@ -147,7 +150,8 @@ def main() -> None:
             inproc = timed(lambda: controller.capture().data and None, args.n, between=changing.change)
             p50_inproc = row("capture + encode in process (PNG, fpng)", inproc, "target p50 <= 10")
             # scaled and full frames interleaved round by round, a pixel changed before each; then with two
-            # pixels far apart changed (what changed spans the screen: the whole frame is resampled)
+            # pixels far apart changed (what changed spans the screen, two rows of it); then a pixel on every
+            # row (the whole frame is resampled)
             print("  screenshots over HTTP, interleaved (target: scaled p50 <= the full frame's)")
 
             def screenshot(w: int | None) -> Callable[[], httpx.Response]:
@@ -156,6 +160,7 @@ def main() -> None:
             for change, note in (
                 (changing.change, "a pixel changed"),
                 (changing.change_corners, "whole screen"),
+                (changing.change_every_row, "every row"),
             ):
                 shots: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
                     f"{w or 'full'}{' wide' if w else ' frame'}, {note}": (
@@ -219,7 +224,14 @@ def main() -> None:
             # at least 200 steps of a session, more when the rows above took fewer than 1,000 screenshots
             session(post, changing, click, max(200, 1000 - frames))
             rss = proc.memory_info().rss / 2**20
-            print(f"  desktop service RSS after {frames:,} screenshots: {rss:.0f} MiB (target <= 128)")
+            print(f"  desktop service RSS right after {frames:,} screenshots: {rss:.0f} MiB")
+            time.sleep(heap.REST_S + 1)  # the frame heap goes back once no frame was made for REST_S
+            rss = proc.memory_info().rss / 2**20
+            later = heap.REST_S + 1
+            print(f"  desktop service RSS at rest, {later:.0f} s later: {rss:.0f} MiB (target <= 128)")
+            changing.change()
+            first = timed(lambda: post({"action": "screenshot"}), 1, warmup=0)
+            row("  the first changed screenshot after the rest (its heap faulted again)", first)
 
             print("naive baseline (same run)")
             naive, conn = naive_screenshot(d.name)

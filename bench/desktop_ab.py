@@ -63,7 +63,11 @@ def main() -> None:
             "full frame, unchanged": ({"action": "screenshot"}, nothing),
             **{
                 f"{w} wide, {what}": ({"action": "screenshot", "width": w}, how)
-                for what, how in (("a pixel changed", change.change), ("whole screen", change.change_corners))
+                for what, how in (
+                    ("a pixel changed", change.change),
+                    ("whole screen", change.change_corners),
+                    ("every row", change.change_every_row),
+                )
                 for w in (1366, 1280)
             },
             "click": (CLICK, nothing),

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from Xlib import X
 from Xlib import display as xdisplay
 
 from testbed import ROOT
@@ -34,6 +35,9 @@ class Changer:
         self.d = xdisplay.Display(display)
         root = self.d.screen().root
         self.root, self.gcs = root, [root.create_gc(foreground=c) for c in (0x000000, 0xFFFFFF)]
+        # drawing over the windows too (a column through every row, whatever covers it)
+        over = X.IncludeInferiors
+        self.over = [root.create_gc(foreground=c, subwindow_mode=over) for c in (0x000000, 0xFFFFFF)]
         self.n = 0
 
     def change(self) -> None:
@@ -46,6 +50,12 @@ class Changer:
         self.n += 1
         for x, y in ((0, 0), (1919, 1079)):
             self.root.fill_rectangle(self.gcs[self.n % 2], x, y, 1, 1)
+        self.d.sync()
+
+    def change_every_row(self) -> None:
+        """A column of the screen's height at the right edge, over the windows: every row changed."""
+        self.n += 1
+        self.root.fill_rectangle(self.over[self.n % 2], 1919, 0, 1, 1080)
         self.d.sync()
 
 

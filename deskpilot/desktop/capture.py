@@ -24,6 +24,7 @@ import numpy as np
 
 from deskpilot.computer.fields import ScreenshotOptions
 from deskpilot.computer.geometry import Size, image_size
+from deskpilot.desktop import heap
 from deskpilot.desktop.resample import (
     Band,
     bands,
@@ -35,7 +36,7 @@ from deskpilot.desktop.resample import (
 )
 from deskpilot.desktop.x11.damage import DamageWatcher, open_watcher
 from deskpilot.desktop.x11.server import Requirements, display_lost, lost_display, open_display
-from deskpilot.desktop.x11.shm import SharedFrame, grab_by_copy, libc
+from deskpilot.desktop.x11.shm import SharedFrame, grab_by_copy
 
 FrameKey = tuple[str, int, tuple[int, int], tuple[int, int, int, int] | None, int | None]
 Kept = tuple[np.ndarray, list[Band]]  # a kept scaled frame, and the bands of it to resample
@@ -134,8 +135,6 @@ class Capturer:
             if cached is not None and cached[0] == changes:
                 return cached[1]  # nothing was drawn since it was captured
             kept = self._rows(key, damage, size) if region is None else None
-            if kept is None:  # resampled whole: the kept frame goes now, not after the new one is made
-                self._scaled.pop(key, None)
             screen = self._grab(damage, changes)
             # fresh arrays (own memory): cvtColor drops the padding byte on the way
             if kept is not None:
@@ -149,17 +148,18 @@ class Capturer:
             frame = redo_rows(kept[0], pieces)
         elif damage is not None and region is None and by_rows((w, h), size):
             frame = downscale_whole(frame, size)
-        if damage is not None:
-            if len(self._frames) >= MAX_CACHED_FRAMES:
-                self._frames.clear()
-                self._scaled.clear()
-            if frame.shape[:2] == (size[1], size[0]) and region is None and size != (w, h):
-                self._scaled[key] = (changes, frame)
         image = replace(
             encode(frame, fmt, quality, size, compression), region=region, screen=(self.width, self.height)
         )
         if damage is not None:
+            if len(self._frames) >= MAX_CACHED_FRAMES:
+                self._frames.clear()
+                self._scaled.clear()
+            # kept once encoded: the next screenshot of its size resamples bands of it in place
+            if frame.shape[:2] == (size[1], size[0]) and region is None and size != (w, h):
+                self._scaled[key] = (changes, frame)
             self._frames[key] = (changes, image)
+        heap.rest.busy()
         return image
 
     def again(self, options: ScreenshotOptions = WHOLE) -> Image | None:
@@ -184,8 +184,10 @@ class Capturer:
         return (options.format, options.quality, size, region, options.compression)
 
     def _rows(self, key: FrameKey, damage: DamageWatcher | None, size: tuple[int, int]) -> Kept | None:
-        """The kept scaled frame and the bands of it to resample, when only bands of rows changed since it."""
-        kept = self._scaled.get(key)
+        """The kept scaled frame and the bands of it to resample, when only bands of rows changed since it.
+        Taken out of the kept ones either way: it is resampled in place (outside the lock), or it goes before
+        a whole new one is made (3-4 MiB less at the peak)."""
+        kept = self._scaled.pop(key, None)
         changed = damage.rows_since(kept[0]) if kept is not None and damage is not None else []
         if kept is None or not changed:
             return None
@@ -236,16 +238,3 @@ def encode(
     else:
         raise ValueError(f"unknown image format {fmt!r}")
     return Image(data=data, media_type=MEDIA_TYPES[fmt], width=size[0], height=size[1])
-
-
-def tune_malloc() -> None:
-    """Keep frame-sized buffers on the heap instead of fresh mmaps: a page fault costs ~2.7 us on a small
-    VM, and a 1080p frame re-faulted per screenshot loses 3-9 ms. Same effect as MALLOC_MMAP_THRESHOLD_=32 MiB
-    and MALLOC_TRIM_THRESHOLD_=1 GiB. And one arena (MALLOC_ARENA_MAX=1): each thread that captures, resamples
-    or stores a frame would otherwise keep frame-sized buffers of its own in an arena of its own (~15 MiB of
-    RSS after bench/desktop.py's run)."""
-    m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8
-    with contextlib.suppress(AttributeError):
-        libc.mallopt(m_mmap_threshold, 32 << 20)
-        libc.mallopt(m_trim_threshold, 1 << 30)
-        libc.mallopt(m_arena_max, 1)

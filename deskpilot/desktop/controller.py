@@ -29,11 +29,12 @@ from deskpilot.config import DesktopSettings
 from deskpilot.desktop import activity, evidence, spans
 from deskpilot.desktop import settle as settling
 from deskpilot.desktop.body import decode_data
-from deskpilot.desktop.capture import Image, tune_malloc
+from deskpilot.desktop.capture import Image
 from deskpilot.desktop.connections import Connections
 from deskpilot.desktop.elements import ElementActions
 from deskpilot.desktop.files import DesktopUser
 from deskpilot.desktop.handsd import hands_for
+from deskpilot.desktop.heap import tune_malloc
 from deskpilot.desktop.input import Input
 from deskpilot.desktop.journal import Journal, failure, outcome_of
 from deskpilot.desktop.keyboard import KeyboardActions

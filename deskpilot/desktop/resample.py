@@ -83,14 +83,17 @@ def bands(full: tuple[int, int], size: tuple[int, int], changed: list[Rows]) -> 
     return [b for _, b in out]
 
 
-def redo_rows(previous: np.ndarray, pieces: list[tuple[np.ndarray, Band]]) -> np.ndarray:
-    """``previous`` (a scaled frame) with, for each piece, the output rows to replace resampled from its
-    source, the full frame's rows (``source_rows``) for the output rows to resample (as ``band`` gave them);
-    a new array."""
-    out = previous.copy()
-    for piece in pieces:
-        _redo(out, *piece)
-    return out
+def redo_rows(kept: np.ndarray, pieces: list[tuple[np.ndarray, Band]]) -> np.ndarray:
+    """``kept`` (a scaled frame, the caller's alone: changed in place) with, for each piece, the output rows
+    to replace resampled from its source, the full frame's rows (``source_rows``) for the output rows to
+    resample (as ``band`` gave them). Bands write rows of their own: the first is resampled by the helper
+    thread while the caller does the others (OpenCV lets go of the GIL)."""
+    helper = _HELPER.submit(_redo, kept, *pieces[0]) if len(pieces) > 1 else None
+    for piece in pieces[1:] if helper else pieces:
+        _redo(kept, *piece)
+    if helper is not None:
+        helper.result()
+    return kept
 
 
 def downscale_whole(frame: np.ndarray, size: tuple[int, int]) -> np.ndarray:

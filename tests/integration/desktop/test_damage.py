@@ -199,3 +199,43 @@ def test_only_the_rows_drawn_on_are_grabbed_and_the_frame_is_what_a_whole_grab_g
         assert banded == fresh(capturer, width=1366)
     finally:
         d.close()
+
+
+def test_drawings_far_apart_in_one_burst_are_grabbed_and_resampled_by_their_rows(
+    bare: Display, capturer: Capturer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two corners drawn before a poll: DAMAGE's bounding box is the whole screen, the region's rectangles
+    are two rows; only those are grabbed and resampled, and the frames are what a whole grab gives."""
+    assert capturer._shared is not None, "MIT-SHM"
+    grabbed: list[tuple[int, int] | None] = []
+    grab = capturer._shared.grab
+
+    def spy_grab(root: object, rows: tuple[int, int] | None = None) -> object:
+        grabbed.append(rows)
+        return grab(root, rows)
+
+    monkeypatch.setattr(capturer._shared, "grab", spy_grab)
+    redone: list[tuple[int, int]] = []
+
+    def spy(previous, pieces):
+        redone.extend(replace for _, (replace, _) in pieces)
+        return redo_rows(previous, pieces)
+
+    monkeypatch.setattr(capture, "redo_rows", spy)
+    d = xdisplay.Display(bare.name)
+    root = d.screen().root
+    try:
+        for width in (1366, None):
+            capturer.screenshot(ScreenshotOptions(width=width))
+            for i in range(3):
+                grabbed.clear()
+                gc = root.create_gc(foreground=0x0A0B0C * (i + 3))
+                for x, y in ((0, 0), (1919, 1079), (700, 540)):
+                    root.fill_rectangle(gc, x, y, 1, 1)
+                d.sync()
+                frame = capturer.screenshot(ScreenshotOptions(width=width))
+                assert grabbed == [(0, 1), (540, 541), (1079, 1080)], f"{width} {i}: grabbed {grabbed}"
+                assert frame.data == fresh(capturer, width=width), f"{width} {i}"
+        assert len(redone) == 9 and all(hi - lo < 100 for lo, hi in redone), redone
+    finally:
+        d.close()
