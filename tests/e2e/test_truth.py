@@ -117,9 +117,9 @@ def act(desktop: Desktop, server: xdisplay.Display, name: str, **fields: Any) ->
     said = {k: body.get(k) for k in ("settled", "settledMs", "drawn")}
     answered, rest = pixels(body["data"]["image"]), pixels(at_rest)
     assert np.array_equal(answered, rest), f"{name} {fields}: {said}; {differences(answered, rest)}"
-    ours = pixels(str(desktop.action("screenshot")["data"]["image"]))
-    assert np.array_equal(ours, the_servers(server)), (
-        f"{name} {fields}: the capture is not the server's screen"
+    ours, servers = pixels(str(desktop.action("screenshot")["data"]["image"])), the_servers(server)
+    assert np.array_equal(ours, servers), (
+        f"{name} {fields}: the capture is not the server's screen; {differences(ours, servers)}"
     )
     return body
 

@@ -24,16 +24,14 @@ from Xlib import X, error
 from Xlib.ext import damage
 from Xlib.protocol import event
 
-from deskpilot.desktop.x11.regions import Rect, ServerRegion
 from deskpilot.desktop.x11.server import Requirements, open_display
 
 log = logging.getLogger(__name__)
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 (exclusive)
-KEPT_POLLS = 512  # the boxes of the latest polls that saw drawing, for ``damaged_since`` and ``rows_since``
+KEPT_BOXES = 512  # the boxes of the latest events, for ``damaged_since`` and ``rows_since``
 JOIN_ROWS = 32  # rows drawn on closer than this are one band: each band costs a request and a margin
 MAX_BANDS = 4
-PRECISE_ROWS = 2 * JOIN_ROWS  # a poll's bounding box taller than this is asked for the rectangles in it
 KEPT_PINGS = 64  # the answers of the latest pings kept; an older one is never waited for
 # A top-level window mapped, unmapped, moved, resized, restacked or reparented: the server paints its frame's
 # background and moves window contents by their bit gravity itself, and DAMAGE does not report all of it (a
@@ -55,7 +53,6 @@ class DamageWatcher:
             notify = (info.first_event if info else 0) + damage.DamageNotifyCode
             root = self.display.screen().root
             self._damage = root.damage_create(damage.DamageReportBoundingBox)
-            self._parts = ServerRegion.create(self.display)  # None without XFixes 2: bounding boxes only
             # the answers to our _NET_WM_PINGs are sent to the root for its substructure's listeners
             root.change_attributes(event_mask=X.SubstructureNotifyMask)
             self._protocols = self.display.intern_atom("WM_PROTOCOLS")
@@ -71,8 +68,7 @@ class DamageWatcher:
         self.answers: dict[int, float] = {}  # when each of the latest pings was answered, by serial
         self.alive = True
         self._lock = threading.Lock()
-        # (the count of its first drawing, the boxes drawn) of each poll that saw drawing
-        self._boxes: deque[tuple[int, tuple[Box, ...]]] = deque(maxlen=KEPT_POLLS)
+        self._boxes: deque[tuple[int, Box]] = deque(maxlen=KEPT_BOXES)  # (its count, its box)
         root = self.display.screen()
         self._screen: Box = (0, 0, root.width_in_pixels, root.height_in_pixels)
 
@@ -82,32 +78,28 @@ class DamageWatcher:
         with self._lock:
             if sync:
                 self.display.sync()
-            events, boxes, restructured = 0, [], False
+            events = drawn = 0
             while self.display.pending_events():
                 event = self.display.next_event()
                 if event.type in RESTRUCTURED:
-                    boxes.append(self._screen)  # see RESTRUCTURED
-                    restructured = True
+                    box = self._screen  # see RESTRUCTURED
                 elif event.type == self._notify:
                     events += 1
                     area = event.area
-                    if area.width and area.height:  # else the server's own cursor bookkeeping: no pixel
-                        boxes.append((area.x, area.y, area.x + area.width, area.y + area.height))
+                    if area.width == 0 or area.height == 0:
+                        continue  # an empty box (the server's own cursor bookkeeping): no pixel changed
+                    box = (area.x, area.y, area.x + area.width, area.y + area.height)
                 else:
                     self._pong(event)
-            drawn = len(boxes)
-            if events:
-                box = bounds(boxes) if boxes else None
-                if box and box[3] - box[1] > PRECISE_ROWS and not restructured and self._parts is not None:
-                    self.display.damage_subtract(self._damage, X.NONE, self._parts.id)
-                    boxes = bands(self._parts.rectangles()) or boxes  # a round trip: the subtract is sent
-                else:
-                    self.display.damage_subtract(self._damage)
-                    self.display.flush()
+                    continue
+                drawn += 1
+                self._boxes.append((self.changes + drawn, box))
             if drawn:
-                self._boxes.append((self.changes + 1, tuple(boxes)))
                 self.changes += drawn
                 self.last_change = time.monotonic()
+            if events:
+                self.display.damage_subtract(self._damage)
+                self.display.flush()
             return self.changes
 
     def ping(self, wid: int) -> int:
@@ -147,23 +139,37 @@ class DamageWatcher:
         """The bounding box of what was drawn after the count was ``mark`` (as of the last poll), None if
         nothing was; the whole screen when that is older than the boxes kept."""
         boxes = self._since(mark)
-        return bounds(boxes) if boxes else None
+        if not boxes:
+            return None
+        return (
+            min(b[0] for b in boxes),
+            min(b[1] for b in boxes),
+            max(b[2] for b in boxes),
+            max(b[3] for b in boxes),
+        )
 
     def rows_since(self, mark: int) -> list[tuple[int, int]]:
         """The rows drawn on after the count was ``mark`` (as of the last poll), as sorted intervals (first,
         last + 1); those less than ``JOIN_ROWS`` apart are joined, and more than ``MAX_BANDS`` become one; the
         whole screen's when that is older than the boxes kept, none when nothing was drawn."""
-        return join_rows(sorted((box[1], box[3]) for box in self._since(mark)))
+        spans = sorted((box[1], box[3]) for box in self._since(mark))
+        joined = spans[:1]
+        for top, bottom in spans[1:]:
+            if top - joined[-1][1] < JOIN_ROWS:
+                joined[-1] = (joined[-1][0], max(joined[-1][1], bottom))
+            else:
+                joined.append((top, bottom))
+        return joined if len(joined) <= MAX_BANDS else [(joined[0][0], max(b for _, b in joined))]
 
     def _since(self, mark: int) -> list[Box]:
         """The boxes drawn after the count was ``mark``: none, or the whole screen's when they are older than
-        the boxes kept. (A mark is a count a poll returned: a poll's drawings are all after it or none.)"""
+        the boxes kept."""
         with self._lock:
             if self.changes <= mark:
                 return []
             if not self._boxes or self._boxes[0][0] > mark + 1:
                 return [self._screen]
-            return [box for count, boxes in self._boxes if count > mark for box in boxes]
+            return [box for count, box in self._boxes if count > mark]
 
     def quiet_seconds(self) -> float:
         """Seconds since the last drawing this connection has been told of."""
@@ -174,41 +180,6 @@ class DamageWatcher:
         self.alive = False
         with contextlib.suppress(Exception):
             self.display.close()
-
-
-def bounds(boxes: list[Box]) -> Box:
-    """The bounding box of ``boxes``."""
-    return (
-        min(b[0] for b in boxes),
-        min(b[1] for b in boxes),
-        max(b[2] for b in boxes),
-        max(b[3] for b in boxes),
-    )
-
-
-def join_rows(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted (first, last + 1) row intervals, those less than ``JOIN_ROWS`` apart joined; more than
-    ``MAX_BANDS`` become one."""
-    joined = spans[:1]
-    for top, bottom in spans[1:]:
-        if top - joined[-1][1] < JOIN_ROWS:
-            joined[-1] = (joined[-1][0], max(joined[-1][1], bottom))
-        else:
-            joined.append((top, bottom))
-    return joined if len(joined) <= MAX_BANDS else [(joined[0][0], max(b for _, b in joined))]
-
-
-def bands(rectangles: list[Rect]) -> list[Box]:
-    """A region's rectangles (x, y, width, height) as at most ``MAX_BANDS`` boxes, one per band of rows less
-    than ``JOIN_ROWS`` apart (as ``rows_since`` joins them), each as wide as what was drawn in it."""
-    out: list[Box] = []
-    for x, y, w, h in sorted(rectangles, key=lambda r: r[1]):
-        if out and y - out[-1][3] < JOIN_ROWS:
-            x0, y0, x1, y1 = out[-1]
-            out[-1] = (min(x0, x), y0, max(x1, x + w), max(y1, y + h))
-        else:
-            out.append((x, y, x + w, y + h))
-    return out if len(out) <= MAX_BANDS else [bounds(out)]
 
 
 def open_watcher(name: str, required: Requirements) -> DamageWatcher | None:
