@@ -225,9 +225,9 @@ def main() -> None:
             session(post, changing, click, max(200, 1000 - frames))
             rss = proc.memory_info().rss / 2**20
             print(f"  desktop service RSS right after {frames:,} screenshots: {rss:.0f} MiB")
-            time.sleep(heap.REST_S + 1)  # the frame heap goes back once no frame was made for REST_S
+            later = heap.REST_S + 1  # the frame heap goes back once no frame was made for REST_S
+            time.sleep(later)
             rss = proc.memory_info().rss / 2**20
-            later = heap.REST_S + 1
             print(f"  desktop service RSS at rest, {later:.0f} s later: {rss:.0f} MiB (target <= 128)")
             changing.change()
             first = timed(lambda: post({"action": "screenshot"}), 1, warmup=0)
