@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Collection
 from pathlib import Path
 
 
@@ -22,8 +23,9 @@ def _stat(pid: int) -> tuple[int, str] | None:
     return int(fields[1]), fields[0]
 
 
-def descendants(root: int | None = None) -> list[int]:
-    """Live descendants of ``root`` (default: this process), zombies left out."""
+def descendants(root: int | None = None, skip: Collection[int] = ()) -> list[int]:
+    """Live descendants of ``root`` (default: this process), zombies left out, and ``skip`` with everything
+    below them (another sandbox's tree, which starts programs of its own meanwhile)."""
     root = os.getpid() if root is None else root
     children: dict[int, list[int]] = {}
     states: dict[int, str] = {}
@@ -35,10 +37,17 @@ def descendants(root: int | None = None) -> list[int]:
     todo = list(children.get(root, []))
     while todo:
         pid = todo.pop()
+        if pid in skip:
+            continue
         if states.get(pid) != "Z":
             out.append(pid)
         todo += children.get(pid, [])
     return sorted(out)
+
+
+def alive(pid: int) -> bool:
+    """Running, or stopped: not gone and not a zombie."""
+    return (found := _stat(pid)) is not None and found[1] != "Z"
 
 
 def describe(pid: int) -> str:

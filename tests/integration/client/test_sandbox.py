@@ -18,6 +18,17 @@ from deskpilot.client.sandboxes import next_port
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def started_since(before: set[int]) -> set[int]:
+    """Our descendants that were not running at ``before``, those of trees running then (the session's
+    sandbox, which starts programs of its own meanwhile) left out."""
+    return set(processes.descendants(skip=before))
+
+
+def still_running(pids: set[int]) -> list[str]:
+    """Those of ``pids`` alive and not zombies (whoever adopted them), described."""
+    return [processes.describe(pid) for pid in sorted(pids) if processes.alive(pid)]
+
+
 def test_a_native_sandbox_leaves_nothing_behind() -> None:
     dirs_before = set(glob.glob("/tmp/deskpilot-sandbox-*"))
     pids_before = set(processes.descendants())
@@ -26,10 +37,11 @@ def test_a_native_sandbox_leaves_nothing_behind() -> None:
         display = box.desktop.health()  # answers with the token the sandbox made
         assert display["status"] == "ok"
         assert len(set(glob.glob("/tmp/deskpilot-sandbox-*")) - dirs_before) == 1
-        started = set(processes.descendants()) - pids_before
+        started = started_since(pids_before)
         assert len(started) > 5
         urls = (box.desktop_url, box.agent_url, box.ui_url)
-    assert set(processes.descendants()) - pids_before == set()
+    assert still_running(started_since(pids_before)) == []
+    assert still_running(started) == []  # nor adopted by init once the sandbox's reaper ended
     assert set(glob.glob("/tmp/deskpilot-sandbox-*")) == dirs_before
     for url in urls:
         with pytest.raises(httpx.ConnectError):
@@ -56,7 +68,9 @@ def test_a_sandbox_of_the_desktop_alone_starts_the_others_when_first_used() -> N
         box.start("ui")  # running: nothing to do
         with pytest.raises(ValueError, match="no service"):
             box.start("mail")
-    assert set(processes.descendants()) - pids_before == set()
+        started = started_since(pids_before)
+    assert still_running(started_since(pids_before)) == []
+    assert still_running(started) == []
     with pytest.raises(ValueError, match="no service"), deskpilot.sandbox(services=["desktop", "mail"]):
         pass
 
