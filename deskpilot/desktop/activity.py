@@ -21,10 +21,14 @@ And the other way round, so that a settle need not wait out its whole quiet peri
   timers at 10, 15 and 30 ms, Thunar's status bar at 50 ms (``SOON_MS`` covers the settle's default quiet
   period, so no timer the quiet period would have waited for is missed). A program that has answered and
   drawn everything waits with no timer, or a long one (a clock, a thread pool's idle threads). A program
-  waiting for another one's reply (the X server's, a D-Bus peer's) looks the same, so a settle asks twice,
-  ``EARLY_MS`` apart. Firefox keeps timers of every length in its many threads, so it is rarely seen
-  waiting: its settles keep the full quiet period. Only the programs' user (and root) may read these
-  files, hence the desktop user's worker.
+  waiting for another one's reply (the X server's, a D-Bus peer's) may look the same, so a settle asks
+  twice, ``EARLY_MS`` apart; and a main thread polling a single descriptor is taken for such a wait: a
+  toolkit's main loop watches several (its wakeup, the X connection ...), while libxcb waiting for the X
+  server's reply and a synchronous D-Bus call (GDBus's private loop, 25 s by default) poll one. Thunar makes
+  such calls while it loads a folder it was sent to, before it draws the folder. A worker thread
+  polling one descriptor is idle (GLib's ``gmain``, Qt's X event reader). Firefox keeps timers of every
+  length in its many threads, so it is rarely seen waiting: its settles keep the full quiet period. Only the
+  programs' user (and root) may read these files, hence the desktop user's worker.
 
 Reading a process tree costs ~10 µs a thread; a settle asks only when the screen has been quiet long enough.
 """
@@ -128,6 +132,8 @@ def due_ms(pid: int, tid: int) -> float | None:
         if len(call) < 7 or not _X86_64:
             return None
         number, args = int(call[0]), [int(a, 16) for a in call[1:7]]
+        if tid == pid and number in (_POLL, _PPOLL) and args[1] == 1:
+            return None  # waiting for one peer's reply (see the module's notes), not for input
         due = _timeout(pid, number, args)
         if due is not None and number in _IN_MEMORY and (task / "syscall").read_text() != text:
             return None  # it woke while its timeout was read from its memory, which may hold anything now

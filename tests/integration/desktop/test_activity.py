@@ -111,6 +111,9 @@ def _running(code: str) -> subprocess.Popen[bytes]:
     return proc
 
 
+POLL = "import os, select\np = select.poll()"
+
+
 @pytest.mark.parametrize(
     ("code", "waits"),
     [
@@ -119,6 +122,16 @@ def _running(code: str) -> subprocess.Popen[bytes]:
         ("import threading\nthreading.Event().wait(60)", True),  # a futex with an absolute timeout
         ("import time\ntime.sleep(60)", True),
         ("import os, select\nselect.select([os.pipe()[0]], [], [], 60)", True),  # a timeval
+        # a main loop watches several descriptors; a main thread polling one waits for a reply (libxcb's
+        # for the X server's, GDBus's synchronous call), which is no rest; a worker polling one is idle
+        (f"{POLL}\np.register(os.pipe()[0])\np.register(os.pipe()[0])\np.poll(-1)", True),
+        (f"{POLL}\np.register(os.pipe()[0])\np.poll(-1)", False),
+        (f"{POLL}\np.register(os.pipe()[0])\np.poll(25_000)", False),
+        (
+            f"{POLL}\np.register(os.pipe()[0])\nimport threading\n"
+            "threading.Thread(target=p.poll, args=(-1,)).start()\nselect.select([], [], [])",
+            True,
+        ),
         (
             "import select\nwhile True: select.poll().poll(5)",
             False,
