@@ -134,12 +134,27 @@ def due_ms(pid: int, tid: int) -> float | None:
         number, args = int(call[0]), [int(a, 16) for a in call[1:7]]
         if tid == pid and number in (_POLL, _PPOLL) and args[1] == 1:
             return None  # waiting for one peer's reply (see the module's notes), not for input
+        ran = _ran(task) if number in _IN_MEMORY else ""
         due = _timeout(pid, number, args)
-        if due is not None and number in _IN_MEMORY and (task / "syscall").read_text() != text:
-            return None  # it woke while its timeout was read from its memory, which may hold anything now
+        if (
+            due is not None
+            and number in _IN_MEMORY
+            and (_ran(task) != ran or (task / "syscall").read_text() != text)
+        ):
+            # it ran while its timeout was read from its memory, which may then hold anything (even when it
+            # is back in the same wait, the slot may have been another frame's at the moment it was read)
+            return None
         return due
     except (OSError, ValueError, IndexError, struct.error):
         return None  # exited, running ("running" has no arguments) or unreadable
+
+
+def _ran(task: Path) -> str:
+    """The thread's scheduler statistics (time run, runs), which change whenever it runs; "" unreadable."""
+    try:
+        return (task / "schedstat").read_text()
+    except OSError:
+        return ""
 
 
 def _timeout(pid: int, number: int, args: list[int]) -> float | None:
