@@ -59,15 +59,16 @@ def test_a_quick_stop_ends_the_tree_at_once_and_not_the_commands_slow_way(tmp_pa
 def test_descendants_leave_out_the_trees_asked_and_alive_leaves_out_zombies() -> None:
     """What a test tells apart: programs another sandbox started meanwhile, and the ended ones not yet
     collected."""
+    earlier = set(processes.descendants())  # the suite's own (a session's sandbox, which starts programs)
     other = subprocess.Popen(["sh", "-c", "sleep 30 & wait"], start_new_session=True)
     mine = subprocess.Popen(["sleep", "30"])
     try:
         wait_until(lambda: len(processes.descendants(other.pid)) == 1, 10, what="the other tree's program")
-        assert processes.descendants(skip={other.pid}) == [mine.pid]
+        assert processes.descendants(skip=earlier | {other.pid}) == [mine.pid]
         assert processes.alive(mine.pid)
         mine.kill()
         wait_until(lambda: not processes.alive(mine.pid), 10, what="a zombie")
-        assert processes.descendants(skip={other.pid}) == []
+        assert processes.descendants(skip=earlier | {other.pid}) == []
     finally:
         os.killpg(other.pid, signal.SIGKILL)
         mine.kill()
