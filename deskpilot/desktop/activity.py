@@ -11,6 +11,8 @@ output comes when it ends, as `sleep 1; echo done` shows). So a settle also asks
   (`sleep 1`, `time.sleep`: its kernel wait channel is a nanosleep)? A job waiting for the terminal, a pipe
   or a poll (`less`, an editor, a REPL) is at rest: it waits for the next input. A job running since before
   the action is where the keys went, not work the action started.
+- **a timer due soon**: does the main thread of one of them sleep on a timer due within ``SOON_MS``? Its
+  toolkit goes on then (a tooltip, a repaint), so a quiet period that ends meanwhile is a pause.
 
 And the other way round, so that a settle need not wait out its whole quiet period after every drawing:
 
@@ -120,6 +122,19 @@ def waiting(pids: Collection[int], soon_ms: float = SOON_MS) -> bool:
     return True
 
 
+def timer_soon(pids: Collection[int], soon_ms: float = SOON_MS) -> bool:
+    """Whether the main thread of one of ``pids`` sleeps on a timer due sooner than ``soon_ms``: the toolkit's
+    next step is on its way (GTK shows the tooltip of the next widget pointed at ~60 ms after, once one was
+    shown; VTE repaints on 10-30 ms timers). Only main threads: a worker's short timer (a thread pool's idle
+    wait, a collector's) draws nothing. At rest the appliance's applications keep none this short there
+    (surveyed every 5 ms for 2-3 s: the terminal, Geany, Thunar, KeePassXC, and each process of Firefox)."""
+    for pid in pids:
+        due = due_ms(pid, pid)
+        if due is not None and due < soon_ms:
+            return True
+    return False
+
+
 def due_ms(pid: int, tid: int) -> float | None:
     """In how many ms at most thread ``tid`` of ``pid`` wakes from its timer (infinity: no timer); None when
     it runs, or its wait cannot be read. x86-64 only (other machines: None, so never known to wait)."""
@@ -219,17 +234,19 @@ class Work:
     timers: Callable[[Collection[int]], set[int]] = field(default=lambda pids: set(filter(on_a_timer, pids)))
     others: tuple[int, ...] = ()
     waits: Callable[[Collection[int]], bool] = field(default=waiting)  # likewise (hands.Hands.waiting)
+    soon: Callable[[Collection[int]], bool] = field(default=timer_soon)  # likewise (hands.Hands.timer_soon)
 
     @classmethod
     def of(cls, pid: int) -> Work | None:
         return cls(pid, jobs(tree(pid))) if pid > 0 else None
 
     def at_work(self) -> bool:
-        """Busy, or running a job the action started that sleeps on a timer."""
+        """Busy, running a job the action started that sleeps on a timer, or about to go on with a timer due
+        soon (``timer_soon``): a quiet screen then is a pause, not rest."""
         pids = tree(self.pid)
         if busy(pids):
             return True
-        return self._on_a_timer(pids)
+        return self._on_a_timer(pids) or self.soon(pids)
 
     def started_job(self) -> bool:
         """Running a job the action started that sleeps on a timer."""

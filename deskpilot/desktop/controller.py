@@ -267,7 +267,8 @@ class DesktopController:
         if pid <= 0:
             return None
         before = jobs[1] if jobs is not None and jobs[0] == pid else activity.jobs(activity.tree(pid))
-        return activity.Work(pid, before, self.hands.on_a_timer, tuple(others), self.hands.waiting)
+        hands = self.hands
+        return activity.Work(pid, before, hands.on_a_timer, tuple(others), hands.waiting, hands.timer_soon)
 
     def _shell_pids(self, x: XConnection) -> tuple[int, ...]:
         """The processes of the desktop's own programs: the window manager and those behind the desktop's

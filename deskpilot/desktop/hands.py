@@ -66,6 +66,10 @@ class Hands(Protocol):
         calls and timeouts, which only their user may read)."""
         ...
 
+    def timer_soon(self, pids: Collection[int]) -> bool:
+        """Whether the main thread of one of ``pids`` sleeps on a timer due soon (``activity.timer_soon``)."""
+        ...
+
     async def accessibility(self, query: atspi.Query) -> dict[str, Any]:
         """The accessibility tree ``query`` asks for (``accessibility.read_tree``), in screen pixels."""
         ...
@@ -168,6 +172,9 @@ class LocalHands:
 
     def waiting(self, pids: Collection[int]) -> bool:
         return activity.waiting(pids)
+
+    def timer_soon(self, pids: Collection[int]) -> bool:
+        return activity.timer_soon(pids)
 
     async def accessibility(self, query: atspi.Query) -> dict[str, Any]:
         return await accessibility.read_tree(self.atspi, query)

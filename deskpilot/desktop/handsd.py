@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 _LENGTH = struct.Struct(">I")
 MAX_HEADER = 1 << 20
 _SLICE = 1 << 20
-# on_a_timer and waiting are asked during a settle: a worker that does not answer says no timer, not waiting
+# on_a_timer, waiting and timer_soon are asked during a settle: a worker that does not answer says no timer,
+# not waiting
 SETTLE_CALL_TIMEOUT_S = 0.5
 # the errors an answer may name; anything else the worker raised is a 500 of the service
 _ERRORS: dict[str, type[errors.DesktopError]] = {
@@ -136,6 +137,8 @@ async def _answer(hands: LocalHands, header: dict[str, Any], payload: bytes) -> 
         return {"pids": sorted(hands.on_a_timer([int(p) for p in header["pids"]]))}, b""
     if op == "waiting":
         return {"waiting": hands.waiting([int(p) for p in header["pids"]])}, b""
+    if op == "timer_soon":
+        return {"soon": hands.timer_soon([int(p) for p in header["pids"]])}, b""
     raise errors.InvalidAction(f"no such operation: {op!r}")
 
 
@@ -310,6 +313,10 @@ class RemoteHands:
     def waiting(self, pids: Collection[int]) -> bool:
         answer = self._ask_now({"op": "waiting", "pids": list(pids)}) if pids else None
         return bool(answer and answer.get("waiting") is True)
+
+    def timer_soon(self, pids: Collection[int]) -> bool:
+        answer = self._ask_now({"op": "timer_soon", "pids": list(pids)}) if pids else None
+        return bool(answer and answer.get("soon") is True)
 
     def _ask_now(self, header: dict[str, Any]) -> dict[str, Any] | None:
         """A blocking call, bounded, for a settle's loop between two polls (a thread hop would cost more than

@@ -1,18 +1,22 @@
-"""A tiny GTK 3 window the settle tests click and type into: a plain coloured area that redraws nothing on
-input, from a client that answers the EWMH _NET_WM_PING as the appliance's GTK applications do (Tk does not).
+"""A tiny GTK 3 window the settle tests click and type into, from a client that answers the EWMH
+_NET_WM_PING as the appliance's GTK applications do (Tk does not). By default a plain area that redraws
+nothing on input; with ``steps``, a click paints it blue at once and green ~80 ms later, after two 40 ms
+timers of the main loop (as a toolkit's next step comes on a timer: a tooltip, a repaint).
 Run with Debian's /usr/bin/python3 (python3-gi, gir1.2-gtk-3.0).
 
-    /usr/bin/python3 probe_gtk.py TITLE GEOMETRY
+    /usr/bin/python3 probe_gtk.py TITLE GEOMETRY [steps]
 """
 
 import sys
 
 import gi
 
+gi.require_version("Gdk", "3.0")
 gi.require_version("Gtk", "3.0")
-from gi.repository import Gtk  # noqa: E402
+from gi.repository import Gdk, GLib, Gtk  # noqa: E402
 
 title, geometry = sys.argv[1:3]
+steps = sys.argv[3:] == ["steps"]
 size, _, place = geometry.partition("+")
 width, height = (int(v) for v in size.split("x"))
 x, y = (int(v) for v in place.split("+"))
@@ -20,7 +24,25 @@ x, y = (int(v) for v in place.split("+"))
 window = Gtk.Window(title=title)
 window.set_default_size(width, height)
 window.move(x, y)
-window.add(Gtk.DrawingArea())
+area = Gtk.DrawingArea()
+
+
+def paint(rgb: tuple[float, float, float]) -> bool:
+    # the window's background (the area on it draws nothing): no cairo bindings needed (python3-gi-cairo)
+    window.override_background_color(Gtk.StateFlags.NORMAL, Gdk.RGBA(*rgb, 1.0))
+    return False
+
+
+def clicked(*_: object) -> None:
+    paint((0.0, 0.0, 1.0))
+    GLib.timeout_add(40, lambda: GLib.timeout_add(40, paint, (0.0, 1.0, 0.0)) and False)
+
+
+if steps:
+    paint((0.5, 0.5, 0.5))
+    window.add_events(Gdk.EventMask.BUTTON_PRESS_MASK)
+    window.connect("button-press-event", clicked)
+window.add(area)
 window.connect("destroy", Gtk.main_quit)
 window.show_all()
 Gtk.main()

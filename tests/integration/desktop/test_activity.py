@@ -154,6 +154,36 @@ def test_waiting_reads_each_threads_wait_and_its_timer(code: str, waits: bool) -
         proc.wait()
 
 
+@pytest.mark.parametrize(
+    ("code", "soon"),
+    [
+        ("import select\nwhile True: select.poll().poll(40)", True),  # the main loop's next step within 60 ms
+        ("import select\nselect.poll().poll(5_000)", False),
+        ("import select\nselect.poll().poll(-1)", False),
+        # a worker's short timer (a pool's idle wait) is no drawing on its way
+        (
+            "import threading, time\n"
+            "threading.Thread(target=lambda: [time.sleep(0.04) for _ in iter(int, 1)]).start()\n"
+            "import select\nselect.select([], [], [])",
+            False,
+        ),
+    ],
+)
+def test_a_timer_due_soon_is_read_on_main_threads_only(code: str, soon: bool) -> None:
+    proc = _running(code)
+    try:
+        if soon:
+            assert wait_until(lambda: activity.timer_soon([proc.pid]), 5)
+            work = activity.Work(proc.pid)
+            assert wait_until(work.at_work, 5)  # a quiet screen is a pause while it lasts
+        else:
+            assert wait_until(lambda: activity.due_ms(proc.pid, proc.pid) is not None, 5)  # in its wait
+            assert not any(activity.timer_soon([proc.pid]) for _ in range(200))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_shell_at_its_prompt_rests_and_one_running_a_job_on_a_timer_does_not(
     shell: tuple[int, int],
 ) -> None:

@@ -121,7 +121,12 @@ def test_commands_and_programs_run_as_the_desktop_user(hands: RemoteHands) -> No
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         assert hands.waiting([pid])  # its system call and timer likewise: 30 s away
-        await hands.stop([pid])
+        assert not hands.timer_soon([pid])
+        looping = await hands.launch(["python3", "-c", "import select\nwhile True: select.poll().poll(40)"])
+        while not hands.timer_soon([looping]):  # a main thread's timer due within 60 ms
+            assert time.monotonic() < deadline + 5
+            await asyncio.sleep(0.05)
+        await hands.stop([pid, looping])
         assert not await hands.alive(pid)
 
     asyncio.run(go())
@@ -157,6 +162,7 @@ def test_a_worker_that_serves_another_peer_answers_nothing(home: Path) -> None:
             asyncio.run(hands.command(CommandRequest(command="id")))
         assert hands.on_a_timer([os.getpid()]) == set()
         assert hands.waiting([os.getpid()]) is False  # not known to rest: the settle keeps its quiet period
+        assert hands.timer_soon([os.getpid()]) is False
     finally:
         proc.terminate()
         proc.wait(10)

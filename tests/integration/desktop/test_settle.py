@@ -5,6 +5,7 @@ spec's, byte for byte."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import struct
 import subprocess
 import threading
@@ -186,12 +187,12 @@ def test_a_drawing_after_the_capture_ahead_is_in_the_frame(
     assert pixel(body["data"]["image"], 500, 300) == 0xAA3366  # (750, 450) on the screen, at 2/3
 
 
-@pytest.fixture
-def gtk_window(desktop: Desktop) -> Iterator[tuple[int, int, int, int, int]]:
-    """A GTK window (probe_gtk.py) drawing nothing on input, answering pings: (id, x, y, width, height)."""
+@contextlib.contextmanager
+def gtk_probe(desktop: Desktop, *mode: str) -> Iterator[tuple[int, int, int, int, int]]:
+    """A GTK window (probe_gtk.py), answering pings, mapped and painted: (id, x, y, width, height)."""
     title = f"gtk-{uuid.uuid4().hex[:8]}"
     proc = subprocess.Popen(
-        ["/usr/bin/python3", str(GTK_PROBE), title, "500x300+300+300"],
+        ["/usr/bin/python3", str(GTK_PROBE), title, "500x300+300+300", *mode],
         env=desktop.display.env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -203,6 +204,13 @@ def gtk_window(desktop: Desktop) -> Iterator[tuple[int, int, int, int, int]]:
         yield (wid, *desktop.x.geometry(wid))
     finally:
         stop_process(proc)
+
+
+@pytest.fixture
+def gtk_window(desktop: Desktop) -> Iterator[tuple[int, int, int, int, int]]:
+    """A GTK window drawing nothing on input."""
+    with gtk_probe(desktop) as window:
+        yield window
 
 
 def test_a_client_answers_the_ping_sent_after_the_input(
@@ -227,6 +235,17 @@ def test_a_click_that_draws_nothing_says_so_once_its_client_has_read_it(
     assert body["drawn"] is False and body["evidence"]["screenChanged"] is False
     # ended once the client (and the window manager) had read the click, not by the 5 s window
     assert body["settled"] is True and body["settledMs"] < 5000
+
+
+def test_a_drawing_on_a_timer_due_as_the_quiet_ends_is_waited_for(desktop: Desktop) -> None:
+    # a click paints the window blue at once, then green from two 40 ms timers of its main loop: when the
+    # quiet after the blue ends, the second timer is pending, so the frame is the green one
+    with gtk_probe(desktop, "steps") as (_, x, y, width, height):
+        middle = (x + width // 2, y + height // 2)
+        for _ in range(3):
+            body = desktop.act(**click(*middle), settle={"maxMs": 3000}, screenshot={}, evidence=True)
+            assert body["settled"] is True and body["evidence"]["screenChanged"] is True
+            assert pixel(body["data"]["image"], *middle) == 0x00FF00, body["settledMs"]
 
 
 def show_later(name: str, delay: float, colour: int, box: tuple[int, int, int, int]) -> threading.Timer:
