@@ -204,9 +204,8 @@ def eval_command(args: argparse.Namespace) -> int:
     replay_out = args.out / "replay" if args.replay else None
     with Progress(len(tasks), lines, sys.stderr if sys.stderr.isatty() else None) as progress:
         if not args.url:
-            progress.say(
-                f"starting {args.jobs} sandbox{'es' if args.jobs > 1 else ''} for {len(tasks)} tasks"
-            )
+            boxes = max(1, min(args.jobs, len(tasks)))
+            progress.say(f"starting {boxes} sandbox{'es' if boxes > 1 else ''} for {len(tasks)} tasks")
         try:
             result = run_suite(
                 args.suite.name,

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from deskpilot.evaluation.runner import TaskResult, over_budget
+from deskpilot.client import Sandbox
+from deskpilot.evaluation.runner import CannotRun, TaskResult, over_budget, run_suite
 from deskpilot.evaluation.suite import SuiteError, TextMatch, load_suite
 
 TASK = """
@@ -80,3 +85,23 @@ def test_a_token_budget_fails_a_task_that_spends_more(tmp_path: Path) -> None:
     assert (
         over_budget(task, TaskResult("t", "x", True, "COMPLETED", 1.0, 6)) == "6 steps, over the budget of 5"
     )
+
+
+def test_jobs_start_their_sandboxes_together_and_none_without_a_task(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", TASK)
+    write(tmp_path, "b.yaml", TASK)
+    opened: list[float] = []
+    lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def box() -> Iterator[Sandbox]:
+        with lock:
+            opened.append(time.monotonic())
+        time.sleep(0.3)  # a start: every job is in one by now
+        raise CannotRun("no appliance here")
+        yield
+
+    with pytest.raises(CannotRun):
+        run_suite("two", load_suite(tmp_path), box, None, jobs=5)
+    assert len(opened) == 2  # two tasks: two sandboxes of the five jobs
+    assert opened[1] - opened[0] < 0.25  # the second did not wait for the first
