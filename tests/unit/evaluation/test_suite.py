@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,18 +89,18 @@ def test_a_token_budget_fails_a_task_that_spends_more(tmp_path: Path) -> None:
 def test_jobs_start_their_sandboxes_together_and_none_without_a_task(tmp_path: Path) -> None:
     write(tmp_path, "a.yaml", TASK)
     write(tmp_path, "b.yaml", TASK)
-    opened: list[float] = []
-    lock = threading.Lock()
+    opened: list[str] = []
+    # each start waits for the other: a job that started only once the one before was ready would never come
+    # (the barrier breaks, and run_suite raises that instead)
+    together = threading.Barrier(2, timeout=10)
 
     @contextlib.contextmanager
     def box() -> Iterator[Sandbox]:
-        with lock:
-            opened.append(time.monotonic())
-        time.sleep(0.3)  # a start: every job is in one by now
+        opened.append(threading.current_thread().name)
+        together.wait()
         raise CannotRun("no appliance here")
         yield
 
     with pytest.raises(CannotRun):
         run_suite("two", load_suite(tmp_path), box, None, jobs=5)
-    assert len(opened) == 2  # two tasks: two sandboxes of the five jobs
-    assert opened[1] - opened[0] < 0.25  # the second did not wait for the first
+    assert sorted(opened) == ["eval-job-0", "eval-job-1"]  # two tasks: two sandboxes of the five jobs
