@@ -179,7 +179,7 @@ def eval_command(args: argparse.Namespace) -> int:
     # here, not at the top: the evaluation needs the client extra (PyYAML, Jinja2), the base install lacks it
     from deskpilot.evaluation.progress import Progress
     from deskpilot.evaluation.report import as_json, write_reports
-    from deskpilot.evaluation.runner import TRAJECTORIES, CannotRun, run_suite
+    from deskpilot.evaluation.runner import TRAJECTORIES, CannotRun, run_suite, sandboxes
     from deskpilot.evaluation.suite import SuiteError, load_suite
 
     try:
@@ -204,7 +204,7 @@ def eval_command(args: argparse.Namespace) -> int:
     replay_out = args.out / "replay" if args.replay else None
     with Progress(len(tasks), lines, sys.stderr if sys.stderr.isatty() else None) as progress:
         if not args.url:
-            boxes = max(1, min(args.jobs, len(tasks)))
+            boxes = sandboxes(args.jobs, len(tasks))
             progress.say(f"starting {boxes} sandbox{'es' if boxes > 1 else ''} for {len(tasks)} tasks")
         try:
             result = run_suite(

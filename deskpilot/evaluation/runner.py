@@ -122,7 +122,7 @@ def run_suite(
     # Every job starts its sandbox at once. Starting each once the one before was ready (one start alone is
     # ready sooner) was slower: a sandbox's task service imports LiteLLM after it is ready (~3.5 s of CPU),
     # and its first task waits for that import, so the later sandbox ran its first task late and beside the
-    # first one's tasks (bench/sandbox.py --eval-only, the smoke suite on two jobs: 17.2 against 16.6 s).
+    # first one's tasks (the smoke suite on two jobs: 17.2 against 16.6 s, docs/benchmarks.md).
     def job(n: int) -> None:
         try:
             if failures or pending.empty():  # nothing left for it: no sandbox to start
@@ -149,7 +149,7 @@ def run_suite(
         except BaseException as exc:  # the other jobs stop after their task; the caller gets it
             failures.append(exc)
 
-    count = max(1, min(jobs, len(tasks)))  # no sandbox with no task for it
+    count = sandboxes(jobs, len(tasks))
     threads = [threading.Thread(target=job, args=(n,), name=f"eval-job-{n}") for n in range(count)]
     for thread in threads:
         thread.start()
@@ -163,6 +163,11 @@ def run_suite(
     suite = SuiteResult(name, who, started, done, str(replay) if replay else None, jobs=max(1, jobs))
     suite.seconds = round(time.monotonic() - clock, 2)
     return suite
+
+
+def sandboxes(jobs: int, tasks: int) -> int:
+    """How many sandboxes ``jobs`` jobs start for ``tasks`` tasks: none with no task for it."""
+    return max(1, min(jobs, tasks))
 
 
 def check_appliance(box: Sandbox, model: str | None) -> None:
