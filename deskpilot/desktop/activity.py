@@ -48,6 +48,8 @@ from pathlib import Path
 PROC = Path("/proc")
 MAX_PROCESSES = 256  # a tree larger than this is read only this far
 SOON_MS = 60  # a timer due sooner may be a drawing on its way (see ``waiting``)
+# Gecko's thread of timers (Firefox, Thunderbird): it wakes the main thread when one of them is due
+TIMER_THREADS = frozenset({"Timer"})
 
 
 def tree(pid: int) -> list[int]:
@@ -122,17 +124,34 @@ def waiting(pids: Collection[int], soon_ms: float = SOON_MS) -> bool:
     return True
 
 
-def timer_soon(pids: Collection[int], soon_ms: float = SOON_MS) -> bool:
+def timer_soon(pids: Collection[int], soon_ms: float = SOON_MS, timer_threads: bool = False) -> bool:
     """Whether the main thread of one of ``pids`` sleeps on a timer due sooner than ``soon_ms``: the toolkit's
     next step is on its way (GTK shows the tooltip of the next widget pointed at ~60 ms after, once one was
-    shown; VTE repaints on 10-30 ms timers). Only main threads: a worker's short timer (a thread pool's idle
-    wait, a collector's) draws nothing. At rest the appliance's applications keep none this short there
-    (surveyed every 5 ms for 2-3 s: the terminal, Geany, Thunar, KeePassXC, and each process of Firefox)."""
+    shown, and 500 ms after the pointer came to rest; VTE repaints on 10-30 ms timers). Only main threads: a
+    worker's short timer (a thread pool's idle wait, a collector's) draws nothing. At rest the appliance's GTK
+    and Qt applications keep no main-thread timer due within seconds (surveyed every 5 ms for 4 s: the
+    terminal, Geany, Thunar, KeePassXC, the desktop, the panel, the window manager). With ``timer_threads``,
+    Gecko's thread of all its process's timers too (``TIMER_THREADS``: a page's ``setTimeout``), which
+    always has one due within 550 ms while Firefox shows a page: it is never seen resting then."""
     for pid in pids:
-        due = due_ms(pid, pid)
-        if due is not None and due < soon_ms:
+        if (due := due_ms(pid, pid)) is not None and due < soon_ms:
+            return True
+        if timer_threads and any(
+            (due := due_ms(pid, tid)) is not None and due < soon_ms for tid in _timer_threads(pid)
+        ):
             return True
     return False
+
+
+def _timer_threads(pid: int) -> list[int]:
+    """The threads of ``pid`` that keep its timers for its main thread (``TIMER_THREADS``)."""
+    found = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(PROC / str(pid) / "task"):
+            with contextlib.suppress(OSError):
+                if (PROC / str(pid) / "task" / tid / "comm").read_text().strip() in TIMER_THREADS:
+                    found.append(int(tid))
+    return found
 
 
 def due_ms(pid: int, tid: int) -> float | None:
@@ -234,32 +253,37 @@ class Work:
     timers: Callable[[Collection[int]], set[int]] = field(default=lambda pids: set(filter(on_a_timer, pids)))
     others: tuple[int, ...] = ()
     waits: Callable[[Collection[int]], bool] = field(default=waiting)  # likewise (hands.Hands.waiting)
-    soon: Callable[[Collection[int]], bool] = field(default=timer_soon)  # likewise (hands.Hands.timer_soon)
+    # likewise (hands.Hands.timer_soon): the pids, the horizon in ms, whether Gecko's timer threads count
+    soon: Callable[[Collection[int], float, bool], bool] = field(default=timer_soon)
 
     @classmethod
     def of(cls, pid: int) -> Work | None:
         return cls(pid, jobs(tree(pid))) if pid > 0 else None
 
-    def at_work(self) -> bool:
-        """Busy, running a job the action started that sleeps on a timer, or about to go on with a timer due
-        soon (``timer_soon``): a quiet screen then is a pause, not rest."""
+    def at_work(self, within_ms: float = SOON_MS) -> bool:
+        """Busy, running a job the action started that sleeps on a timer, or about to go on with a timer of a
+        main thread due within ``within_ms`` (``timer_soon``): a quiet screen then is a pause, not rest."""
         pids = tree(self.pid)
         if busy(pids):
             return True
-        return self._on_a_timer(pids) or self.soon(pids)
+        return self._on_a_timer(pids) or self.soon(pids, within_ms, False)
 
     def started_job(self) -> bool:
         """Running a job the action started that sleeps on a timer."""
         return self._on_a_timer(tree(self.pid))
 
-    def resting(self) -> bool:
-        """Every thread of the programs (the others too) waits with no timer due soon, and no job the action
-        started sleeps on a timer: what they were to draw in answer, they have sent to the X server."""
+    def resting(self, within_ms: float = SOON_MS) -> bool:
+        """Every thread of the programs (the others too) waits with no timer due soon, no job the action
+        started sleeps on a timer, and no main thread of the window's programs has a timer due within
+        ``within_ms`` (nor a Gecko timer thread, then): what they were to draw in answer, they have sent to
+        the X server."""
         pids = tree(self.pid)
         # the job first: one that ends after its shell was seen waiting for it would pass both reads
         if self._on_a_timer(pids):
             return False
-        return self.waits([*pids, *(p for other in self.others for p in tree(other))])
+        if not self.waits([*pids, *(p for other in self.others for p in tree(other))]):
+            return False
+        return within_ms <= SOON_MS or not self.soon(pids, within_ms, True)
 
     def _on_a_timer(self, pids: list[int]) -> bool:
         started = jobs(pids) - self.before

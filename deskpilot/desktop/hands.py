@@ -66,8 +66,11 @@ class Hands(Protocol):
         calls and timeouts, which only their user may read)."""
         ...
 
-    def timer_soon(self, pids: Collection[int]) -> bool:
-        """Whether the main thread of one of ``pids`` sleeps on a timer due soon (``activity.timer_soon``)."""
+    def timer_soon(
+        self, pids: Collection[int], within_ms: float = activity.SOON_MS, timer_threads: bool = False
+    ) -> bool:
+        """Whether the main thread of one of ``pids`` (or a Gecko timer thread, with ``timer_threads``) sleeps
+        on a timer due within ``within_ms`` (``activity.timer_soon``)."""
         ...
 
     async def accessibility(self, query: atspi.Query) -> dict[str, Any]:
@@ -173,8 +176,10 @@ class LocalHands:
     def waiting(self, pids: Collection[int]) -> bool:
         return activity.waiting(pids)
 
-    def timer_soon(self, pids: Collection[int]) -> bool:
-        return activity.timer_soon(pids)
+    def timer_soon(
+        self, pids: Collection[int], within_ms: float = activity.SOON_MS, timer_threads: bool = False
+    ) -> bool:
+        return activity.timer_soon(pids, within_ms, timer_threads)
 
     async def accessibility(self, query: atspi.Query) -> dict[str, Any]:
         return await accessibility.read_tree(self.atspi, query)

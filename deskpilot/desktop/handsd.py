@@ -33,7 +33,7 @@ import orjson
 
 from deskpilot import errors
 from deskpilot.config import DesktopSettings
-from deskpilot.desktop import atspi, command
+from deskpilot.desktop import activity, atspi, command
 from deskpilot.desktop.files import DesktopUser, FileContent
 from deskpilot.desktop.hands import Hands, LocalHands
 
@@ -45,6 +45,7 @@ _SLICE = 1 << 20
 # on_a_timer, waiting and timer_soon are asked during a settle: a worker that does not answer says no timer,
 # not waiting
 SETTLE_CALL_TIMEOUT_S = 0.5
+MAX_WITHIN_MS = 10_000.0  # the longest timer horizon a settle asks about
 # the errors an answer may name; anything else the worker raised is a 500 of the service
 _ERRORS: dict[str, type[errors.DesktopError]] = {
     cls.__name__: cls
@@ -138,7 +139,9 @@ async def _answer(hands: LocalHands, header: dict[str, Any], payload: bytes) -> 
     if op == "waiting":
         return {"waiting": hands.waiting([int(p) for p in header["pids"]])}, b""
     if op == "timer_soon":
-        return {"soon": hands.timer_soon([int(p) for p in header["pids"]])}, b""
+        within = min(max(float(header.get("within", activity.SOON_MS)), 0.0), MAX_WITHIN_MS)
+        pids, timer_threads = [int(p) for p in header["pids"]], header.get("timerThreads") is True
+        return {"soon": hands.timer_soon(pids, within, timer_threads)}, b""
     raise errors.InvalidAction(f"no such operation: {op!r}")
 
 
@@ -314,8 +317,11 @@ class RemoteHands:
         answer = self._ask_now({"op": "waiting", "pids": list(pids)}) if pids else None
         return bool(answer and answer.get("waiting") is True)
 
-    def timer_soon(self, pids: Collection[int]) -> bool:
-        answer = self._ask_now({"op": "timer_soon", "pids": list(pids)}) if pids else None
+    def timer_soon(
+        self, pids: Collection[int], within_ms: float = activity.SOON_MS, timer_threads: bool = False
+    ) -> bool:
+        ask = {"op": "timer_soon", "pids": list(pids), "within": within_ms, "timerThreads": timer_threads}
+        answer = self._ask_now(ask) if pids else None
         return bool(answer and answer.get("soon") is True)
 
     def _ask_now(self, header: dict[str, Any]) -> dict[str, Any] | None:

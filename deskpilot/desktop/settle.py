@@ -54,22 +54,39 @@ EARLY_MS = 10
 class Timing:
     """How long an action's first drawing is waited for (``expect``), how much quiet is rest (``quiet``) and,
     for input a client reads, how long after the client has read it (``answer``: 0, no such shortcut), ms;
-    whether the programs' own word may end the quiet early (``early``: not when the client asked a quiet)."""
+    whether the programs' own word may end the quiet early (``early``: not when the client asked a quiet);
+    for pointer input, how long after it a toolkit's delayed reaction is waited for (``reaction``, ms:
+    a timer of the window's main threads due within it is work, and programs that cannot be seen resting
+    are given that long)."""
 
     expect: int
     quiet: int
     answer: int = 0
     early: bool = True
+    reaction: int = 0
+
+    @property
+    def horizon(self) -> float:
+        """How far ahead a main thread's timer counts as the programs' next step (ms)."""
+        return max(activity.SOON_MS, self.reaction)
 
 
 QUIET_MS = 50
+# toolkits react to a pointer come to rest after a delay: GTK shows a tooltip 500 ms after (Thunar's side
+# pane), Firefox hides the link it showed in its status panel ~500 ms after the pointer left it, a page runs
+# its timers (bench/truth.py)
+REACTION_MS = 550
 DEFAULTS: dict[str, Timing] = {
     # a terminal answers keys through its shell and a pty, then repaints on a timer: ~27 ms here
     **dict.fromkeys(
         ("type_text", "type_keys", "paste_text", "press_keys"), Timing(expect=500, quiet=QUIET_MS, answer=60)
     ),
-    # a toolkit redraws a clicked widget on its next frame or two (60 Hz)
-    **dict.fromkeys(("click_mouse", "scroll", "drag_mouse"), Timing(expect=500, quiet=QUIET_MS, answer=35)),
+    # a toolkit redraws a clicked widget on its next frame or two (60 Hz); a pointer come to rest on a
+    # widget has its delayed reactions (``REACTION_MS``)
+    **dict.fromkeys(
+        ("click_mouse", "scroll", "drag_mouse"),
+        Timing(expect=500, quiet=QUIET_MS, answer=35, reaction=REACTION_MS),
+    ),
     # a window mapped, decorated and painted the first time: its stages are further apart than a repaint's
     "application": Timing(expect=2000, quiet=250),
     # hover effects are drawn at once or not at all; a tooltip (after ~500 ms) is not the action's
@@ -96,6 +113,7 @@ def timing(action: actions.Looks, settle: Settle | None, keys_go_somewhere: bool
         quiet=default.quiet if settle.quietMs is None else settle.quietMs,
         answer=default.answer,
         early=default.early and settle.quietMs is None,
+        reaction=default.reaction,
     )
 
 
@@ -139,6 +157,8 @@ class Watch:
     at_work: float | None = None  # when the programs behind the window were last seen at work
     work_done: float | None = None  # when they were first seen done after that: its last output is on its way
     resting: float | None = None  # since when they have been seen resting (``activity.Work.resting``)
+    # pointer input into programs not (yet) seen resting: no rest before this (monotonic s; 0: none)
+    floor: float = 0.0
 
     def look(self, watcher: DamageWatcher, sync: bool = False) -> None:
         count = watcher.poll(sync=sync)
@@ -164,6 +184,10 @@ class Watch:
 
     def due(self, plan: Timing) -> float:
         """When the screen counts as at rest if nothing more is drawn (monotonic seconds)."""
+        return max(self.quiet_due(plan), self.floor)
+
+    def quiet_due(self, plan: Timing) -> float:
+        """``due`` but for the pointer's ``floor``."""
         if self.at_work is None:
             return self._due(plan)
         # at work: look again in a while; done: what the work ended with (a command's output, through the
@@ -211,19 +235,29 @@ async def wait_for_rest(
     to answer with), it is taken once the screen has been quiet for half the quiet it needs and served if
     nothing is drawn by the end (the capture cache's rule: never older than the screen); a drawing after it
     starts another (at most ``LOOKS_AHEAD``). With ``work`` (the programs behind the window that got the
-    input), a quiet screen is rest only once they are not at work (``activity.py``)."""
+    input), a quiet screen is rest only once they are not at work (``activity.py``); after pointer input
+    (``plan.reaction``), not before the programs are seen resting or the reaction time has passed."""
     limit = watch.started + max_ms / 1000
     looks: list[asyncio.Future[object]] = []
     looked_at = -1  # the damage count the last capture ahead started at
+    if work is not None and plan.reaction:
+        watch.floor = watch.started + plan.reaction / 1000
+    asked_at_quiet = False  # whether programs not yet seen resting were asked once the quiet period ended
     try:
         while True:
             watch.look(watcher)
             now = time.monotonic()
+            if work is not None and watch.floor > now and not asked_at_quiet and now >= watch.quiet_due(plan):
+                # the quiet is over without the early word (a client's own quietMs): one look decides whether
+                # the floor stands (Firefox's threads never look at rest: it does)
+                asked_at_quiet = True
+                if work.resting(plan.horizon):
+                    watch.floor = 0.0
             due = watch.due(plan)
             if now >= due:
                 watch.look(watcher, sync=True)  # a drawing still on its way counts
                 if work is not None and watch.due(plan) <= now:
-                    watch.saw_work(work.at_work(), now)
+                    watch.saw_work(work.at_work(plan.horizon), now)
                 if watch.due(plan) <= now:
                     return _settled(watch, now, True)
             elif work is not None and now >= watch.early(plan):
@@ -232,15 +266,16 @@ async def wait_for_rest(
                 # no time to be drawn
                 job = work.started_job()
                 watch.saw_work(job, now)
-                if job or now < watch.early(plan) or not work.resting():
+                if job or now < watch.early(plan) or not work.resting(plan.horizon):
                     watch.resting = None
                 elif watch.resting is None or watch.resting < watch.early(plan):
                     watch.resting = now  # seen once: a program waiting for another's reply looks the same
                 elif now - watch.resting >= EARLY_MS / 1000:
                     return _settled(watch, now, True)
             if now >= limit:  # at rest only if nothing was drawn and nothing is at work
-                return _settled(watch, now, watch.first is None and (work is None or not work.at_work()))
-            half = now >= due - watch.quiet_needed(plan) / 2
+                quiet = work is None or not work.at_work(plan.horizon)
+                return _settled(watch, now, watch.first is None and quiet)
+            half = now >= watch.quiet_due(plan) - watch.quiet_needed(plan) / 2  # the floor may yet go
             if capture is not None and half and watch.seen != looked_at and len(looks) < LOOKS_AHEAD:
                 looked_at = watch.seen
                 looks.append(asyncio.ensure_future(asyncio.to_thread(capture)))

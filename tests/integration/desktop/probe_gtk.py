@@ -1,13 +1,22 @@
 """A tiny GTK 3 window the settle tests click and type into, from a client that answers the EWMH
 _NET_WM_PING as the appliance's GTK applications do (Tk does not). By default a plain area that redraws
-nothing on input; with ``steps``, a click paints it blue at once and green ~80 ms later, after two 40 ms
-timers of the main loop (as a toolkit's next step comes on a timer: a tooltip, a repaint).
+nothing on input; a click paints it blue at once and green later with a mode:
+
+- ``steps``: ~80 ms later, after two 40 ms timers of the main loop (as a toolkit's next step comes on a
+  timer: a tooltip, a repaint);
+- ``tooltip``: 400 ms later, after one timer of the main loop (as GTK shows a tooltip 500 ms after the
+  pointer came to rest);
+- ``worker``: 300 ms later, from a worker thread's timer, while another worker wakes every 10 ms (as
+  Firefox runs a page's timers on a thread of its own and never looks at rest).
+
 Run with Debian's /usr/bin/python3 (python3-gi, gir1.2-gtk-3.0).
 
-    /usr/bin/python3 probe_gtk.py TITLE GEOMETRY [steps]
+    /usr/bin/python3 probe_gtk.py TITLE GEOMETRY [steps|tooltip|worker]
 """
 
 import sys
+import threading
+import time
 
 import gi
 
@@ -16,7 +25,7 @@ gi.require_version("Gtk", "3.0")
 from gi.repository import Gdk, GLib, Gtk  # noqa: E402
 
 title, geometry = sys.argv[1:3]
-steps = sys.argv[3:] == ["steps"]
+mode = sys.argv[3] if len(sys.argv) > 3 else ""
 size, _, place = geometry.partition("+")
 width, height = (int(v) for v in size.split("x"))
 x, y = (int(v) for v in place.split("+"))
@@ -33,12 +42,32 @@ def paint(rgb: tuple[float, float, float]) -> bool:
     return False
 
 
+GREEN = (0.0, 1.0, 0.0)
+
+
+def later_from_a_worker() -> None:
+    time.sleep(0.3)
+    GLib.idle_add(paint, GREEN)
+
+
 def clicked(*_: object) -> None:
     paint((0.0, 0.0, 1.0))
-    GLib.timeout_add(40, lambda: GLib.timeout_add(40, paint, (0.0, 1.0, 0.0)) and False)
+    if mode == "steps":
+        GLib.timeout_add(40, lambda: GLib.timeout_add(40, paint, GREEN) and False)
+    elif mode == "tooltip":
+        GLib.timeout_add(400, paint, GREEN)
+    else:
+        threading.Thread(target=later_from_a_worker, daemon=True).start()
 
 
-if steps:
+def restless() -> None:
+    while True:
+        time.sleep(0.01)
+
+
+if mode == "worker":
+    threading.Thread(target=restless, daemon=True).start()
+if mode:
     paint((0.5, 0.5, 0.5))
     window.add_events(Gdk.EventMask.BUTTON_PRESS_MASK)
     window.connect("button-press-event", clicked)

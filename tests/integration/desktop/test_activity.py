@@ -184,6 +184,33 @@ def test_a_timer_due_soon_is_read_on_main_threads_only(code: str, soon: bool) ->
         proc.wait()
 
 
+def test_a_delayed_reaction_is_read_within_a_horizon_on_main_and_gecko_timer_threads() -> None:
+    # a main loop's 300 ms timer (GTK's tooltip comes 500 ms after the pointer rests): no step due within
+    # 60 ms, one within a pointer's horizon; the program is not resting within that horizon
+    main = _running("import select\nwhile True: select.poll().poll(300)")
+    # Gecko keeps a page's timers on a thread named Timer: counted only where asked (a settle's early word)
+    gecko = _running(
+        "import ctypes, threading, time\n"
+        "def timers():\n"
+        "    ctypes.CDLL(None).prctl(15, b'Timer')\n"  # PR_SET_NAME
+        "    while True: time.sleep(0.3)\n"
+        "threading.Thread(target=timers).start()\n"
+        "import select\nselect.select([], [], [])"
+    )
+    try:
+        assert wait_until(lambda: activity.timer_soon([main.pid], 550), 5)
+        assert not any(activity.timer_soon([main.pid]) for _ in range(100))
+        work = activity.Work(main.pid)
+        assert wait_until(work.resting, 5) and not any(work.resting(550) for _ in range(100))
+        assert wait_until(lambda: activity.timer_soon([gecko.pid], 550, timer_threads=True), 5)
+        assert not any(activity.timer_soon([gecko.pid], 550) for _ in range(100))  # main threads only
+        assert not activity.Work(gecko.pid).at_work(550)
+    finally:
+        for proc in (main, gecko):
+            proc.kill()
+            proc.wait()
+
+
 def test_a_shell_at_its_prompt_rests_and_one_running_a_job_on_a_timer_does_not(
     shell: tuple[int, int],
 ) -> None:

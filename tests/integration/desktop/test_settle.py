@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from Xlib import display as xdisplay
 
+from deskpilot.desktop.settle import REACTION_MS
 from tests.integration.desktop.conftest import Desktop, Probe, stop_process, wait_for
 
 GTK_PROBE = Path(__file__).with_name("probe_gtk.py")
@@ -246,6 +247,24 @@ def test_a_drawing_on_a_timer_due_as_the_quiet_ends_is_waited_for(desktop: Deskt
             body = desktop.act(**click(*middle), settle={"maxMs": 3000}, screenshot={}, evidence=True)
             assert body["settled"] is True and body["evidence"]["screenChanged"] is True
             assert pixel(body["data"]["image"], *middle) == 0x00FF00, body["settledMs"]
+
+
+@pytest.mark.parametrize("mode", ["tooltip", "worker"])
+def test_a_clicks_delayed_reaction_is_waited_for_and_a_key_does_not_wait_for_one(
+    desktop: Desktop, mode: str
+) -> None:
+    # a click paints the window blue at once and green 400 ms later from a main-loop timer (as GTK shows a
+    # tooltip), or 300 ms later from a worker's timer in a program whose threads never look at rest (as
+    # Firefox runs a page's timers): the frame of a click is the green one, every time
+    with gtk_probe(desktop, mode) as (_, x, y, width, height):
+        middle = (x + width // 2, y + height // 2)
+        for _ in range(3):
+            body = desktop.act(**click(*middle), settle={"maxMs": 3000}, screenshot={})
+            assert body["settled"] is True and pixel(body["data"]["image"], *middle) == 0x00FF00, body
+            desktop.act(action="wait", duration=0, settle={"quietMs": 100, "maxMs": 3000})
+        # keys have no delayed reaction to wait for: a key the window ignores settles without the floor
+        body = desktop.act(action="type_keys", keys=["x"], settle={"maxMs": 3000})
+        assert body["settled"] is True and body["settledMs"] < REACTION_MS, body
 
 
 def show_later(name: str, delay: float, colour: int, box: tuple[int, int, int, int]) -> threading.Timer:

@@ -8,7 +8,8 @@ from typing import Any
 
 from deskpilot.computer.actions import parse_action
 from deskpilot.computer.fields import Settle
-from deskpilot.desktop.settle import DEFAULTS, EARLY_MS, NOTHING_EXPECTED, Timing, Watch, timing
+from deskpilot.desktop.activity import SOON_MS
+from deskpilot.desktop.settle import DEFAULTS, EARLY_MS, NOTHING_EXPECTED, REACTION_MS, Timing, Watch, timing
 
 
 def action(name: str, **fields: Any) -> Any:
@@ -36,8 +37,30 @@ def test_a_launch_waits_longer_and_a_move_expects_nothing() -> None:
 def test_what_the_client_asks_wins_over_the_defaults() -> None:
     click = action("click_mouse", coordinates={"x": 1, "y": 1}, button="left", clickCount=1)
     asked = timing(click, Settle(quietMs=120, expectMs=0, maxMs=900))
-    assert asked == Timing(expect=0, quiet=120, answer=DEFAULTS["click_mouse"].answer, early=False)
-    assert timing(click, Settle(maxMs=900)) == DEFAULTS["click_mouse"]
+    default = DEFAULTS["click_mouse"]
+    # the pointer's delayed reactions are the action's, whatever quiet the client asked
+    assert asked == Timing(expect=0, quiet=120, answer=default.answer, early=False, reaction=default.reaction)
+    assert timing(click, Settle(maxMs=900)) == default
+
+
+def test_pointer_input_waits_for_delayed_reactions_keys_and_moves_do_not() -> None:
+    click = timing(action("click_mouse", coordinates={"x": 1, "y": 1}, button="left", clickCount=1), None)
+    scroll = timing(action("scroll", coordinates={"x": 1, "y": 1}, direction="down", scrollCount=1), None)
+    assert click.reaction == scroll.reaction == REACTION_MS >= 500  # GTK's tooltip delay
+    assert click.horizon == REACTION_MS
+    keys = timing(action("type_text", text="x"), None)
+    move = timing(action("move_mouse", coordinates={"x": 1, "y": 1}), None)
+    assert keys.reaction == move.reaction == 0 and keys.horizon == move.horizon == SOON_MS
+
+
+def test_the_reaction_floor_holds_a_quiet_screen_until_it_passes() -> None:
+    plan = DEFAULTS["click_mouse"]
+    watch = Watch(mark=7, started=100.0, seen=9, first=100.03, last=100.03)
+    assert abs(watch.due(plan) - 100.08) < 1e-9  # no floor: the quiet period decides
+    watch.floor = 100.0 + plan.reaction / 1000
+    assert watch.due(plan) == watch.floor and abs(watch.quiet_due(plan) - 100.08) < 1e-9
+    watch.last = 100.54  # a drawing just before the floor: its quiet period still runs
+    assert abs(watch.due(plan) - 100.59) < 1e-9
 
 
 def test_the_programs_word_ends_a_default_quiet_early_never_an_asked_one() -> None:
