@@ -11,11 +11,13 @@ From a wheel of a clean copy of this repository installed into a fresh venv outs
 testbed/wheel.py), in the same run:
   sandbox start -> ready from the installed package vs from this checkout        target <= the checkout's
   `pytest -n 2` on two tests (a sandbox per worker) vs `pytest` on one of them,   target <= 1.3x
-    wall time from an empty folder
+    wall time from an empty folder; and the CPU each used (it and every process it waited for), with the
+    least wall time the two tests' CPU allows on this machine's cores
 each pair alternated, round after round.
 
 With --image TAG, also the start of a sandbox from that image (needs a Docker engine).
-Run: .venv/bin/python bench/sandbox.py [--n 60] [--resets 10] [--rounds 3] [--image TAG]  (as root).
+Run: .venv/bin/python bench/sandbox.py [--n 60] [--resets 10] [--rounds 3] [--image TAG]  (as root);
+--installed-only or --eval-only for one part.
 Not a test.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -110,8 +113,10 @@ def sandbox_start(python: Path, env: dict[str, str], cwd: Path) -> float:
     return float(done.stdout.split()[-1])
 
 
-def pytest_wall(venv: Path, project: Path, *args: str) -> float:
-    """Seconds of a whole pytest run in ``project`` (sandbox boots and teardowns included)."""
+def pytest_wall(venv: Path, project: Path, *args: str) -> tuple[float, float]:
+    """Seconds of a whole pytest run in ``project`` (sandbox boots and teardowns included): wall, and the CPU
+    it and every process it waited for used (user + system)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
@@ -120,7 +125,9 @@ def pytest_wall(venv: Path, project: Path, *args: str) -> float:
     )  # fmt: skip
     if done.returncode:
         raise RuntimeError(f"pytest {' '.join(args)} failed:\n{done.stdout[-6000:]}{done.stderr[-2000:]}")
-    return time.monotonic() - started
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def installed(rounds: int) -> None:
@@ -138,12 +145,15 @@ def installed(rounds: int) -> None:
         }
         starts: dict[str, list[float]] = {"installed": [], "checkout": []}
         walls: dict[str, list[float]] = {"one": [], "two": []}
+        cpus: dict[str, list[float]] = {"one": [], "two": []}
         for i in range(rounds):
             for name in ("installed", "checkout")[:: 1 if i % 2 else -1]:
                 starts[name].append(sandbox_start(*pythons[name], project))
             for name in ("one", "two")[:: 1 if i % 2 else -1]:
                 args = ("-k", "test_the_screen") if name == "one" else ("-n", "2")
-                walls[name].append(pytest_wall(venv, project, *args))
+                wall, cpu = pytest_wall(venv, project, *args)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     mine, theirs = statistics.median(starts["installed"]), statistics.median(starts["checkout"])
@@ -152,6 +162,12 @@ def installed(rounds: int) -> None:
     one, two = statistics.median(walls["one"]), statistics.median(walls["two"])
     print(f"  pytest -n 2, two tests               {two:.2f} s   (one test, no -n: {one:.2f} s, "
           f"ratio {two / one:.2f}x, target <= 1.3x)")  # fmt: skip
+    # two runs on the machine's cores take at least their CPU time spread over all of them
+    cores = os.cpu_count() or 1
+    one_cpu, two_cpu = statistics.median(cpus["one"]), statistics.median(cpus["two"])
+    print(f"    CPU: one test {one_cpu:.2f} s ({one_cpu / one:.2f} cores on average), two tests "
+          f"{two_cpu:.2f} s: on {cores} cores no less than {two_cpu / cores:.2f} s, "
+          f"{two_cpu / cores / one:.2f}x")  # fmt: skip
 
 
 def eval_jobs(rounds: int) -> None:
@@ -183,9 +199,12 @@ def main() -> None:
     ap.add_argument("--image", help="also start a sandbox from this image")
     ap.add_argument("--eval-rounds", type=int, default=3, help="of deskpilot eval --jobs 1 vs 2")
     ap.add_argument("--eval-only", action="store_true", help="only deskpilot eval --jobs 1 vs 2")
+    ap.add_argument("--installed-only", action="store_true", help="only the installed package's figures")
     args = ap.parse_args()
     if args.eval_only:
         return eval_jobs(args.eval_rounds)
+    if args.installed_only:
+        return installed(args.rounds)
 
     floor = reference_boot()
     started = time.monotonic()
