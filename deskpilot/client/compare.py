@@ -8,7 +8,7 @@ by a few pixels or another file name differs, however small a share of the scree
 
 Two things on a still desktop change on their own and are never a divergence:
 
-- the panel clock (``CLOCK``, the bottom-right corner of the screen, measured on the appliance's
+- the panel clock (``geometry.clock``, the bottom-right corner of the screen, measured on the appliance's
   xfce4-panel), masked like the caller's ``masks`` (screen pixels, mapped onto the frame's scale): a masked
   pixel never moves;
 - a text cursor: differing tiles are grouped (touching, diagonals included), and a group whose moved pixels
@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from deskpilot.computer.geometry import SCREEN, Size
+from deskpilot.computer.geometry import SCREEN, Size, clock
 
 if TYPE_CHECKING:  # Pillow is the `client` extra's, imported where used: the CLI reads the settings below
     from PIL import Image
@@ -33,7 +33,6 @@ THRESHOLD = 32  # levels of 255, in any channel
 TILE = 24  # screen pixels a side
 TOLERANCE = 0.02  # share of a tile's pixels that may move
 CARET = (3, 40)  # screen pixels: the widest and tallest difference let pass as a text cursor
-CLOCK = (70, 32)  # screen pixels: the clock plugin, rightmost in the 32-px panel along the bottom
 
 Box = tuple[int, int, int, int]  # x, y, width, height
 Corners = tuple[int, int, int, int]  # left, top, right, bottom (exclusive)
@@ -74,11 +73,6 @@ def to_frame(box: Box, size: tuple[int, int], screen: Size) -> Corners:
     sx, sy = size[0] / screen.width, size[1] / screen.height
     x, y, w, h = box
     return math.floor(x * sx), math.floor(y * sy), math.ceil((x + w) * sx), math.ceil((y + h) * sy)
-
-
-def clock(screen: Size) -> Box:
-    """Where the panel clock is on ``screen``: its bottom-right corner."""
-    return screen.width - CLOCK[0], screen.height - CLOCK[1], CLOCK[0], CLOCK[1]
 
 
 def moved_pixels(expected: Image.Image, got: Image.Image, threshold: int) -> Image.Image:

@@ -25,6 +25,14 @@ class Size:
 
 
 SCREEN = Size(1920, 1080)
+# The panel clock, the rightmost item of the 32-px panel along the bottom of the appliance's desktop (the
+# home's xfce4-panel.xml): the one thing on a still desktop that draws on its own, once a minute.
+CLOCK = Size(70, 32)
+
+
+def clock(screen: Size = SCREEN) -> tuple[int, int, int, int]:
+    """Where the panel clock is on ``screen`` (x, y, width, height): its bottom-right corner."""
+    return screen.width - CLOCK.width, screen.height - CLOCK.height, CLOCK.width, CLOCK.height
 
 
 def scaled_size(width: int, screen: Size = SCREEN) -> Size:

@@ -2,13 +2,14 @@
 a client (an agent's model) can tell a click that hit something from one that hit nothing.
 
 Read before and after the action, on the connections the action used: the focused window (id, title, class)
-and the damage count, then the pointer where it ended. ``screenChanged`` compares the damage counts after a
-round trip on the damage connection, and ``damaged`` is the bounding box of what was drawn in between; with
-``settle`` they are read after settling, without it right after the action, before an application may have
-redrawn. A keyboard action also says whether its keys had somewhere to go (``keysDelivered``: the X input
-focus was a window, not None), and to which window (``keysTo``); and, when the accessibility tree answers,
-whether the text element they went to changed (``textChanged``: its length and a digest of its text, read
-by the hands before and after, ``accessibility.text_state``); absent when there is no such element or tree.
+and the damage count, then the pointer where it ended. ``damaged`` is the bounding box of what was drawn in
+between (read after a round trip on the damage connection; the panel clock's minutes are not the action's)
+and ``screenChanged`` whether there is one; with ``settle`` they are read after settling, without it right
+after the action, before an application may have redrawn. A keyboard action also says whether its keys had
+somewhere to go (``keysDelivered``: the X input focus was a window, not None), and to which window
+(``keysTo``); and, when the accessibility tree answers, whether the text element they went to changed
+(``textChanged``: its length and a digest of its text, read by the hands before and after,
+``accessibility.text_state``); absent when there is no such element or tree.
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ def report(before: Before, after: After) -> dict[str, Any]:
         "focusAfter": after.focus.to_dict() if after.focus else None,
     }
     if before.changes is not None and after.changes is not None:
-        out["screenChanged"] = after.changes != before.changes
-        box = after.damaged
+        box = after.damaged  # what the clock drew on its own is not the action's (``DamageWatcher``)
+        out["screenChanged"] = box is not None
         out["damaged"] = (
             None
             if box is None

@@ -167,6 +167,9 @@ class Watch:
         if count == self.seen or count <= self.mark:
             self.seen = max(self.seen, count)
             return
+        if watcher.damaged_since(max(self.seen, self.mark)) is None:  # the clock's minute: not an answer
+            self.seen = count
+            return
         at = watcher.last_change
         if self.first is None:
             self.first = at

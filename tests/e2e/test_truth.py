@@ -21,9 +21,8 @@ from Xlib import X
 from Xlib import display as xdisplay
 
 from deskpilot.agent.computer import Computer
-from deskpilot.client.compare import clock
 from deskpilot.computer.client import Desktop
-from deskpilot.computer.geometry import SCREEN
+from deskpilot.computer.geometry import SCREEN, clock
 from deskpilot.config import AgentSettings
 from testbed.appliance import Appliance
 
@@ -165,5 +164,6 @@ def test_keys_that_draw_nothing_are_said_to_change_nothing(
     before = rested(desktop)
     for press in ("down", "up"):
         body = act(desktop, server, "press_keys", keys=["shift"], press=press)
-        assert body["drawn"] is False and body["evidence"]["screenChanged"] is False
+        said = (press, body["settledMs"], body["evidence"])
+        assert body["drawn"] is False and body["evidence"]["screenChanged"] is False, said
         assert np.array_equal(pixels(body["data"]["image"]), pixels(before))

@@ -6,6 +6,10 @@ grows, and we empty it again, so a burst of drawing costs an event or a few and 
 counts them, ``last_change`` is when the latest was read, and the boxes of the last events tell where the
 screen changed since a given count (``damaged_since``: evidence of what an action redrew).
 
+The panel clock draws on its own once a minute: what an action drew (``damaged_since``, and so a settle's
+drawings and the evidence) leaves out a box wholly inside it, while the capture cache (``rows_since``) counts
+it like any other, a frame showing the screen as it is.
+
 ``poll(sync=True)`` makes a round trip on this same connection first: the server sends an event before the
 reply to any request it processed after the drawing, so once the reply is in, every drawing that happened
 before the call has been counted. That is what lets a screenshot be served again safely. Reading is
@@ -24,6 +28,7 @@ from Xlib import X, error
 from Xlib.ext import damage
 from Xlib.protocol import event
 
+from deskpilot.computer.geometry import Size, clock
 from deskpilot.desktop.x11.server import Requirements, open_display
 
 log = logging.getLogger(__name__)
@@ -71,6 +76,8 @@ class DamageWatcher:
         self._boxes: deque[tuple[int, Box]] = deque(maxlen=KEPT_BOXES)  # (its count, its box)
         root = self.display.screen()
         self._screen: Box = (0, 0, root.width_in_pixels, root.height_in_pixels)
+        x, y, w, h = clock(Size(root.width_in_pixels, root.height_in_pixels))
+        self._clock: Box = (x, y, x + w, y + h)
 
     def poll(self, sync: bool = False) -> int:
         """Count the events that arrived (after a round trip with ``sync``); the count so far. Raises the
@@ -136,9 +143,9 @@ class DamageWatcher:
         return None if None in times else max(t for t in times if t is not None)
 
     def damaged_since(self, mark: int) -> Box | None:
-        """The bounding box of what was drawn after the count was ``mark`` (as of the last poll), None if
-        nothing was; the whole screen when that is older than the boxes kept."""
-        boxes = self._since(mark)
+        """The bounding box of what was drawn after the count was ``mark`` (as of the last poll) but for the
+        clock's minutes, None if nothing was; the whole screen when that is older than the boxes kept."""
+        boxes = [box for box in self._since(mark) if not self._in_clock(box)]
         if not boxes:
             return None
         return (
@@ -169,7 +176,16 @@ class DamageWatcher:
                 return []
             if not self._boxes or self._boxes[0][0] > mark + 1:
                 return [self._screen]
-            return [box for count, box in self._boxes if count > mark]
+            since: list[Box] = []
+            for count, box in reversed(self._boxes):  # the latest first: a settle's look wants the last few
+                if count <= mark:
+                    break
+                since.append(box)
+            return since
+
+    def _in_clock(self, box: Box) -> bool:
+        x0, y0, x1, y1 = self._clock
+        return box[0] >= x0 and box[1] >= y0 and box[2] <= x1 and box[3] <= y1
 
     def quiet_seconds(self) -> float:
         """Seconds since the last drawing this connection has been told of."""

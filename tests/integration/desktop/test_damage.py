@@ -10,7 +10,7 @@ import pytest
 from Xlib import display as xdisplay
 
 from deskpilot.computer.fields import ScreenshotOptions
-from deskpilot.computer.geometry import SCREEN
+from deskpilot.computer.geometry import SCREEN, clock
 from deskpilot.desktop import capture
 from deskpilot.desktop.capture import Capturer
 from deskpilot.desktop.resample import redo_rows
@@ -38,12 +38,12 @@ def capturer(bare: Display) -> Iterator[Capturer]:
         c.close()
 
 
-def draw(name: str, x: int, colour: int) -> None:
+def draw(name: str, x: int, colour: int, y: int = 100, size: tuple[int, int] = (200, 200)) -> None:
     """A filled rectangle straight on the root window, from another client."""
     d = xdisplay.Display(name)
     root = d.screen().root
     gc = root.create_gc(foreground=colour)
-    root.fill_rectangle(gc, x, 100, 200, 200)
+    root.fill_rectangle(gc, x, y, *size)
     d.sync()
     d.close()
 
@@ -74,6 +74,23 @@ def test_drawing_is_counted_and_quiet_is_measured(bare: Display, capturer: Captu
     assert watcher.quiet_seconds() < 0.5
     time.sleep(0.3)
     assert watcher.quiet_seconds() >= 0.3
+
+
+def test_the_clocks_minute_is_in_the_frame_but_not_what_was_drawn(bare: Display, capturer: Capturer) -> None:
+    """The panel clock draws on its own: a frame shows it, the evidence of an action leaves it out."""
+    watcher = capturer.damage
+    assert watcher is not None
+    x, y, w, h = clock(SCREEN)
+    frame = capturer.screenshot(ScreenshotOptions())
+    mark = watcher.poll(sync=True)
+    draw(bare.name, x + 4, 0xFF00FF, y + 4, (w - 8, h - 8))  # the minute turning over
+    wait_counted(capturer, mark)
+    assert watcher.damaged_since(mark) is None
+    after = capturer.screenshot(ScreenshotOptions())
+    assert after is not frame and after.data == fresh(capturer), "the frame is the screen, clock and all"
+    draw(bare.name, x - 10, 0x00FFFF, y + 4, (20, 8))  # across its edge: drawn by something else
+    wait_counted(capturer, watcher.changes)
+    assert watcher.damaged_since(mark) == (x - 10, y + 4, x + 10, y + 12)
 
 
 @pytest.mark.parametrize(("fmt", "width"), [("png", None), ("png", 1280), ("jpeg", 1366)])

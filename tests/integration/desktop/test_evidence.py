@@ -4,11 +4,14 @@ keys typed say whether they had a window to go to, and which; without the field 
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections.abc import Callable
 
 from Xlib import X
 
-from tests.integration.desktop.conftest import Desktop, Probe
+from deskpilot.computer.geometry import SCREEN, clock
+from tests.integration.desktop.conftest import Desktop, Probe, map_input_window
 
 
 def click(x: int, y: int, **extra: object) -> dict:
@@ -90,3 +93,47 @@ def test_the_window_active_last_time_may_be_gone(desktop: Desktop, probe: Callab
     desktop.act(**click(stays.x + 20, stays.y + 20, settle={"quietMs": 100, "maxMs": 2000}))
     ev = desktop.act(**click(stays.x + 30, stays.y + 20, evidence=True))["evidence"]
     assert ev["focusBefore"]["title"] == stays.title == ev["focusAfter"]["title"], ev
+
+
+def test_the_panel_clock_drawing_meanwhile_is_not_the_actions(
+    desktop: Desktop, probe: Callable[..., Probe]
+) -> None:
+    """The clock draws on its own (a minute turning over): an action that drew nothing says so, and settles,
+    while it draws; a drawing across its edge is the action's business again."""
+    p = probe(x=300, y=400)
+    desktop.act(**click(p.x + 10, p.y + 10, settle={"quietMs": 200, "maxMs": 3000}))
+    x, y, w, h = clock(SCREEN)
+    d, win = map_input_window(desktop, x, y, w, h)
+    gc = win.create_gc(foreground=0)
+    ticking = threading.Event()
+    stop = threading.Event()
+
+    def tick() -> None:  # far more often than a clock, so that any settle or evidence read meets it
+        for i in itertools.count():
+            win.fill_rectangle(gc, 0, 0, w, h) if i % 2 else win.clear_area(0, 0, w, h)
+            d.sync()
+            ticking.set()
+            if stop.wait(0.005):
+                return
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        ticking.wait(5)
+        for press in ("down", "up"):
+            body = desktop.act(
+                action="press_keys", keys=["shift"], press=press, evidence=True, settle={"maxMs": 2000}
+            )
+            assert body["drawn"] is False and body["settled"] is True, body
+            assert body["evidence"]["screenChanged"] is False and body["evidence"]["damaged"] is None, body
+        win.configure(x=x - 20)  # across the clock's edge: not the clock's
+        d.sync()
+        body = desktop.act(
+            action="press_keys", keys=["shift"], press="down", evidence=True, settle={"maxMs": 300}
+        )
+        assert body["drawn"] is True and body["evidence"]["screenChanged"] is True, body
+    finally:
+        stop.set()
+        ticker.join(5)
+        desktop.act(action="press_keys", keys=["shift"], press="up")
+        d.close()

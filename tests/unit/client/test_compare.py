@@ -12,13 +12,12 @@ from PIL import Image, ImageDraw, ImageFont
 
 from deskpilot.client.compare import (
     Rules,
-    clock,
     compare,
     diff_image,
     moved_pixels,
     to_frame,
 )
-from deskpilot.computer.geometry import SCREEN
+from deskpilot.computer.geometry import SCREEN, clock
 
 SIZE = (1280, 720)  # 16-px tiles: 80 x 45
 TILES = 80 * 45
