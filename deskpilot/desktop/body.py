@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings
+from deskpilot.desktop import heap
 from deskpilot.desktop.files import base64_size, max_request_bytes
 from deskpilot.errors import DesktopError, InvalidAction, TooLarge
 
@@ -146,6 +147,7 @@ def decode_data(action: actions.WriteFile, limit: int) -> bytes:
     try:
         if len(encoded) > base64_size(limit) + 4:
             raise TooLarge(f"the file is larger than the limit of {limit} bytes")
+        heap.before_large(len(encoded) * 3 // 4)  # the file's bytes, made below the mmap threshold
         try:
             return pybase64.b64decode(encoded, validate=True)
         except ValueError:
