@@ -136,7 +136,7 @@ def report_channel(title: str, group: list[Variant]) -> None:
     verdict = f"target <= {CHANNEL_TARGET_MS}: " + ("ok" if after - before <= CHANNEL_TARGET_MS else "OVER")
     print(f"    added by the desktop credential: {after - before:+7.3f} ms   ({verdict})", flush=True)
     for v in group:
-        v.samples.clear()
+        v.clear()
 
 
 def verdict_cost() -> None:

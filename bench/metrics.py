@@ -84,7 +84,7 @@ def measure(group: list[Variant], method: str, path: str, body: bytes | None, ro
                 r = clients[v.name].request(method, path, content=body)
             assert r.status_code in (200, 201), (v.name, r.status_code, r.text[:300])
         for v in group:
-            v.samples.clear()
+            v.clear()
         interleave([(v, clients[v.name]) for v in group], method, path, body, rounds, n)
     finally:
         for c in clients.values():

@@ -15,7 +15,11 @@ about as much as is measured (its memory's layout, its database file), so one pr
 process more than the way; the spread of each way's processes shows by how much in the same run. All get the
 same requests, with a ``traceparent`` as the agent and the UI send it, in rounds of ``--n`` per process
 interleaved in a new random order each round, so that load from elsewhere falls on all alike; every process
-has the same hash seed, the task services' SQLite files are on tmpfs:
+has the same hash seed and no address-space randomisation (its memory laid out as every other's), the task
+services' SQLite files are on tmpfs. Besides the latency, the CPU time each process spent while its own
+requests were timed, read from the scheduler's accounting (``/proc/<pid>/task/<tid>/schedstat``, in ns): its
+main thread's, where a request's path runs (the event loop), is the cost traces add to that path without the
+machine's noise; all its threads' adds the work done beside it (exporting the spans):
 
   POST /computer-use click_mouse on an idle area (no settle), and screenshot (an unchanged screen: a fifth as
       many), on the desktop service (traces: the caller's context, a ``desktop.perform`` span)
@@ -77,7 +81,7 @@ def measure(group: list[Served], path: str, body: bytes, status: int, rounds: in
             for _ in range(100):
                 r = c.post(path, content=body)
             assert r.status_code == status, (v.name, r.status_code, r.text)
-            v.samples.clear()
+            v.clear()
         interleave(list(zip(group, clients, strict=True)), "POST", path, body, rounds, n)
     finally:
         for c in clients:
@@ -108,7 +112,29 @@ def report(title: str, group: list[Served], target: float) -> None:
         share = added / p50[base] * 100
         verdict = f"target <= {target:g} %: " + ("ok" if share <= target else "OVER")
         print(f"    added by {what}: {added:+7.3f} ms = {share:+5.2f} %   ({verdict})")
-    print(f"    the processes of one way apart by up to {spread:.2f} %", flush=True)
+    print(f"    the processes of one way apart by up to {spread:.2f} %")
+    # the CPU a request costs its process, read from the scheduler: what a latency's p50 only shows through
+    # the noise of the machine and of one process against another
+    cpu: dict[str, dict[str, float]] = {}
+    for way in WAYS:
+        processes = [v for v in group if v.name == way]
+        main = [v.cpu_main / len(v.samples) / 1000 for v in processes]
+        every = [v.cpu_all / len(v.samples) / 1000 for v in processes]
+        cpu[way] = {"main": statistics.median(main), "all": statistics.median(every)}
+        print(
+            f"    {way:<15} CPU a request: main thread {cpu[way]['main']:6.1f} µs, all threads "
+            f"{cpu[way]['all']:6.1f} µs   (its processes {', '.join(f'{m:.1f}' for m in main)} µs)"
+        )
+    for what, base in (("traces", "metrics"), ("metrics and traces", "off")):
+        on_path = cpu["metrics+traces"]["main"] - cpu[base]["main"]
+        overall = cpu["metrics+traces"]["all"] - cpu[base]["all"]
+        share = on_path / 1000 / p50[base] * 100
+        verdict = f"target <= {target:g} %: " + ("ok" if share <= target else "OVER")
+        print(
+            f"    CPU added by {what}: main thread {on_path:+6.1f} µs = {share:+5.2f} % of the p50 "
+            f"({verdict}); all threads {overall:+6.1f} µs"
+        )
+    sys.stdout.flush()
 
 
 def span_cost() -> None:
