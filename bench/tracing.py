@@ -1,6 +1,6 @@
 """What OpenTelemetry traces (deskpilot/tracing.py) cost, alone and with the Prometheus metrics.
 
-    .venv/bin/python bench/tracing.py [--rounds 30] [--n 100] [--processes 4]
+    .venv/bin/python bench/tracing.py [--rounds 30] [--n 100] [--processes 4] [--sdk-loaded]
 
 Each service runs side by side as in production (its own uvicorn process, one worker, the token required),
 ``--processes`` processes each way:
@@ -9,6 +9,8 @@ Each service runs side by side as in production (its own uvicorn process, one wo
   metrics          the default: metrics on, traces off (the SDK not even imported)
   metrics+traces   both on, exporting to an OTLP/HTTP receiver in a process of its own on loopback
                    (testbed/otlp.py, which decodes every batch as a collector would)
+  metrics+sdk      with --sdk-loaded: metrics on, traces off, the SDK and its exporter imported all the same
+                   (bench/sdk_loaded.py): what carrying them costs a process
 
 Each way's p50 is the median of its processes' p50s: one process differs from another of the same code by
 about as much as is measured (its memory's layout, its database file), so one process a way measures the
@@ -18,8 +20,8 @@ interleaved in a new random order each round, so that load from elsewhere falls 
 has the same hash seed and no address-space randomisation (its memory laid out as every other's), the task
 services' SQLite files are on tmpfs. Besides the latency, the CPU time each process spent while its own
 requests were timed, read from the scheduler's accounting (``/proc/<pid>/task/<tid>/schedstat``, in ns): its
-main thread's, where a request's path runs (the event loop), is the cost traces add to that path without the
-machine's noise; all its threads' adds the work done beside it (exporting the spans):
+main thread's, where a request's path runs (the event loop), is what traces add to that path with less of the
+machine's noise (processes still differ by a few percent); all its threads' adds the work beside it:
 
   POST /computer-use click_mouse on an idle area (no settle), and screenshot (an unchanged screen: a fifth as
       many), on the desktop service (traces: the caller's context, a ``desktop.perform`` span)
@@ -57,16 +59,30 @@ from testbed.xvfb import start_xvfb  # noqa: E402
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 TASK = b'{"description": "a task of the tracing bench"}'
 WAYS = ("off", "metrics", "metrics+traces")
+SDK_LOADED = "metrics+sdk"  # metrics, no traces, the SDK and its exporter imported (--sdk-loaded)
+# what each comparison adds: (what, the way with it, the way without)
+COMPARED = (
+    ("traces", "metrics+traces", "metrics"),
+    ("metrics and traces", "metrics+traces", "off"),
+    ("the SDK loaded, no traces", SDK_LOADED, "metrics"),
+)
 
 
-def variants(factory: str, env: dict[str, str], endpoint: str, processes: int) -> list[Served]:
+def variants(
+    factory: str, env: dict[str, str], endpoint: str, processes: int, ways: tuple[str, ...] = WAYS
+) -> list[Served]:
     """``processes`` processes each way."""
-    ways = {
+    environ = {
         "off": {"DESKPILOT_METRICS": "off"},
         "metrics": {"DESKPILOT_METRICS": "on"},
         "metrics+traces": {"DESKPILOT_METRICS": "on", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint},
+        SDK_LOADED: {"DESKPILOT_METRICS": "on", "BENCH_FACTORY": factory},
     }
-    return [Served(way, factory, {**env, **ways[way]}) for way in WAYS for _ in range(processes)]
+    return [
+        Served(way, "bench.sdk_loaded:app" if way == SDK_LOADED else factory, {**env, **environ[way]})
+        for way in ways
+        for _ in range(processes)
+    ]
 
 
 def measure(group: list[Served], path: str, body: bytes, status: int, rounds: int, n: int) -> None:
@@ -97,7 +113,9 @@ def ms(samples: list[float], q: float = 0.5) -> float:
 def report(title: str, group: list[Served], target: float) -> None:
     print(f"  {title}")
     p50, spread = {}, 0.0
-    for way in WAYS:
+    ways = [way for way in (*WAYS, SDK_LOADED) if any(v.name == way for v in group)]
+    compared = [c for c in COMPARED if c[1] in ways]
+    for way in ways:
         processes = [v for v in group if v.name == way]
         pooled = [s for v in processes for s in v.samples]
         each = [ms(v.samples) for v in processes]
@@ -107,8 +125,8 @@ def report(title: str, group: list[Served], target: float) -> None:
             f"    {way:<15} p50 {p50[way]:7.3f} ms   p95 {ms(pooled, 0.95):7.3f} ms   "
             f"({len(pooled)} requests; its processes {', '.join(f'{e:.3f}' for e in each)})"
         )
-    for what, base in (("traces", "metrics"), ("metrics and traces", "off")):
-        added = p50["metrics+traces"] - p50[base]
+    for what, way, base in compared:
+        added = p50[way] - p50[base]
         share = added / p50[base] * 100
         verdict = f"target <= {target:g} %: " + ("ok" if share <= target else "OVER")
         print(f"    added by {what}: {added:+7.3f} ms = {share:+5.2f} %   ({verdict})")
@@ -116,7 +134,7 @@ def report(title: str, group: list[Served], target: float) -> None:
     # the CPU a request costs its process, read from the scheduler: what a latency's p50 only shows through
     # the noise of the machine and of one process against another
     cpu: dict[str, dict[str, float]] = {}
-    for way in WAYS:
+    for way in ways:
         processes = [v for v in group if v.name == way]
         main = [v.cpu_main / len(v.samples) / 1000 for v in processes]
         every = [v.cpu_all / len(v.samples) / 1000 for v in processes]
@@ -125,9 +143,9 @@ def report(title: str, group: list[Served], target: float) -> None:
             f"    {way:<15} CPU a request: main thread {cpu[way]['main']:6.1f} µs, all threads "
             f"{cpu[way]['all']:6.1f} µs   (its processes {', '.join(f'{m:.1f}' for m in main)} µs)"
         )
-    for what, base in (("traces", "metrics"), ("metrics and traces", "off")):
-        on_path = cpu["metrics+traces"]["main"] - cpu[base]["main"]
-        overall = cpu["metrics+traces"]["all"] - cpu[base]["all"]
+    for what, way, base in compared:
+        on_path = cpu[way]["main"] - cpu[base]["main"]
+        overall = cpu[way]["all"] - cpu[base]["all"]
         share = on_path / 1000 / p50[base] * 100
         verdict = f"target <= {target:g} %: " + ("ok" if share <= target else "OVER")
         print(
@@ -165,6 +183,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--n", type=int, default=100, help="requests per process per round")
     parser.add_argument("--processes", type=int, default=4, help="of each service, each way")
+    parser.add_argument(
+        "--sdk-loaded", action="store_true", help=f"a fourth way, {SDK_LOADED}: the SDK imported, traces off"
+    )
     args = parser.parse_args()
     own = ("OTEL_", "DESKTOP_", "AGENT_", "DESKPILOT_METRICS")
     base = {k: v for k, v in os.environ.items() if k.upper() not in VARIABLES and not k.startswith(own)}
@@ -182,14 +203,17 @@ def main() -> None:
     endpoint = f"http://127.0.0.1:{port}"
     wait_http(f"{endpoint}/stats")
     desktop_env = {**base, "DESKTOP_DISPLAY": display.name, "DESKPILOT_TOKEN_SHA256": digest(TOKEN)}
-    desktop = variants("deskpilot.desktop.api:create_app", desktop_env, endpoint, args.processes)
+    ways = (*WAYS, SDK_LOADED) if args.sdk_loaded else WAYS
+    desktop = variants("deskpilot.desktop.api:create_app", desktop_env, endpoint, args.processes, ways)
     task_env = {
         **base, "DESKPILOT_TOKEN": TOKEN, "TASKS_WORKER_ENABLED": "false",
         "TASKS_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
     }  # fmt: skip
     tasks = [
         Served(v.name, v.factory, {**v.env, "TASKS_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
-        for i, v in enumerate(variants("deskpilot.tasks.app:create_app", task_env, endpoint, args.processes))
+        for i, v in enumerate(
+            variants("deskpilot.tasks.app:create_app", task_env, endpoint, args.processes, ways)
+        )
     ]
     try:
         for v in [*desktop, *tasks]:
