@@ -110,6 +110,10 @@ def ms(samples: list[float], q: float = 0.5) -> float:
     )
 
 
+def verdict(share: float, target: float) -> str:
+    return f"target <= {target:g} %: " + ("ok" if share <= target else "OVER")
+
+
 def report(title: str, group: list[Served], target: float) -> None:
     print(f"  {title}")
     p50, spread = {}, 0.0
@@ -128,8 +132,7 @@ def report(title: str, group: list[Served], target: float) -> None:
     for what, way, base in compared:
         added = p50[way] - p50[base]
         share = added / p50[base] * 100
-        verdict = f"target <= {target:g} %: " + ("ok" if share <= target else "OVER")
-        print(f"    added by {what}: {added:+7.3f} ms = {share:+5.2f} %   ({verdict})")
+        print(f"    added by {what}: {added:+7.3f} ms = {share:+5.2f} %   ({verdict(share, target)})")
     print(f"    the processes of one way apart by up to {spread:.2f} %")
     # the CPU a request costs its process, read from the scheduler: what a latency's p50 only shows through
     # the noise of the machine and of one process against another
@@ -147,10 +150,9 @@ def report(title: str, group: list[Served], target: float) -> None:
         on_path = cpu[way]["main"] - cpu[base]["main"]
         overall = cpu[way]["all"] - cpu[base]["all"]
         share = on_path / 1000 / p50[base] * 100
-        verdict = f"target <= {target:g} %: " + ("ok" if share <= target else "OVER")
         print(
             f"    CPU added by {what}: main thread {on_path:+6.1f} µs = {share:+5.2f} % of the p50 "
-            f"({verdict}); all threads {overall:+6.1f} µs"
+            f"({verdict(share, target)}); all threads {overall:+6.1f} µs"
         )
     sys.stdout.flush()
 
