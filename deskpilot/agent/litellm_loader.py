@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import gc
 import importlib
 import os
 import threading
 from types import ModuleType
+
+from deskpilot import collector
 
 # Modules LiteLLM imports lazily during its first call (the OpenAI client's resources, the proxy's types:
 # ~0.3 s of imports that would stall the event loop); imported up front with LiteLLM itself.
@@ -39,21 +40,12 @@ _import: concurrent.futures.Future[ModuleType] | None = None
 
 
 def _import_into(future: concurrent.futures.Future[ModuleType]) -> None:
-    # The import makes some 300,000 objects. Each full collection of the cyclic garbage collector
-    # that this sets off meanwhile holds the GIL for 100-300 ms, stalling the event loop's thread as
-    # much as an import on it would; so collection waits until the import is done, and what it made is
-    # frozen (never scanned again: modules live as long as the process).
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        module = import_litellm()
+        with collector.made_in_one_go():  # the import makes some 300,000 objects
+            module = import_litellm()
     except BaseException as exc:  # handed to every waiter; the next caller tries again
         future.set_exception(exc)
         return
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()
     future.set_result(module)
 
 

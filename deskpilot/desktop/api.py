@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from deskpilot import __version__, logs, metrics, tracing
+from deskpilot import __version__, collector, logs, metrics, tracing
 from deskpilot.computer import actions
 from deskpilot.config import DesktopSettings, MetricsSettings, SecuritySettings
 from deskpilot.desktop import channel, command, compat_bytebot, journal_routes, spans, vnc
@@ -231,7 +231,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with mcp.lifespan():
-            yield
+            with collector.serving():
+                yield
         controller.close()
         spans.drain()
         await tracing.flush()

@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from deskpilot import __version__, config, logs, metrics, tracing
+from deskpilot import __version__, collector, config, logs, metrics, tracing
 from deskpilot.computer.client import AsyncDesktop
 from deskpilot.config import MetricsSettings, SecuritySettings, TaskSettings
 from deskpilot.security import Guard, deny_framing, policy_for
@@ -80,7 +80,8 @@ def create_app(
         days = settings.trajectory_retention_days
         sweeping = asyncio.create_task(sweep_forever(store, days), name="retention") if days > 0 else None
         try:
-            yield
+            with collector.serving():
+                yield
         finally:
             if sweeping is not None:
                 sweeping.cancel()

@@ -19,7 +19,7 @@ import httpx
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from deskpilot import __version__, config, logs, metrics, tracing
+from deskpilot import __version__, collector, config, logs, metrics, tracing
 from deskpilot.client.agent import AsyncAgent
 from deskpilot.config import MetricsSettings, SecuritySettings, UISettings
 from deskpilot.security import deny_framing
@@ -52,7 +52,8 @@ async def services(app: FastAPI, settings: UISettings, token: str | None) -> Asy
             ),
         )
         app.state.directory = DesktopDirectory(tasks)
-        yield
+        with collector.serving():
+            yield
     await tracing.flush()
 
 

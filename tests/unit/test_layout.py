@@ -2,7 +2,7 @@
 package imports only what its rule allows, and modules and functions stay small.
 
 ground     the contracts         computer (the desktop's), taskapi (the task API's), errors, tracing, logs
-shared     the services' kit     config, web, bridge, security, metrics
+shared     the services' kit     config, web, bridge, security, metrics, collector
 services   and the client        desktop (9990), tasks (9991), client, scripted: none imports another
 on top     the loop, the UI ...  agent (a plug-in of tasks), ui (9992), evaluation (uses the client)
 front      the doors             cli, and ``deskpilot`` itself (it hands out the client's names lazily)
@@ -22,7 +22,8 @@ VERSION = "deskpilot.__version__"
 CONTRACTS = ("deskpilot.computer", "deskpilot.taskapi")
 FLOORS: tuple[tuple[str, ...], ...] = (
     (VERSION, "deskpilot.errors", "deskpilot.tracing", "deskpilot.logs", *CONTRACTS),
-    ("deskpilot.config", "deskpilot.web", "deskpilot.bridge", "deskpilot.security", "deskpilot.metrics"),
+    ("deskpilot.config", "deskpilot.web", "deskpilot.bridge", "deskpilot.security", "deskpilot.metrics",
+     "deskpilot.collector"),
     ("deskpilot.desktop", "deskpilot.tasks", "deskpilot.client", "deskpilot.scripted"),
     ("deskpilot.agent", "deskpilot.ui", "deskpilot.evaluation"),
     ("deskpilot.cli", "deskpilot"),
@@ -36,6 +37,7 @@ SHARED = (
     "deskpilot.logs",
     "deskpilot.security",
     "deskpilot.metrics",
+    "deskpilot.collector",
     "deskpilot.tracing",
 )
 # What the base distribution (the client, without the `server` extra) can import: light modules only
@@ -52,6 +54,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "deskpilot.bridge": (),
     "deskpilot.security": ("deskpilot.config",),
     "deskpilot.metrics": ("deskpilot.config",),
+    "deskpilot.collector": (),
     "deskpilot.client": ("deskpilot.client", *CONTRACTS, *LIGHT),
     "deskpilot.scripted": ("deskpilot.scripted", *LIGHT),
     "deskpilot.evaluation": ("deskpilot.evaluation", "deskpilot.client", *CONTRACTS, *LIGHT),
