@@ -40,10 +40,18 @@ class Served:
     cpu_main: int = 0
     cpu_all: int = 0
 
-    def start(self, *, app_dirs: tuple[Path, ...] = (), access_log: bool = True, wait_s: float = 60) -> None:
+    def start(
+        self,
+        *,
+        app_dirs: tuple[Path, ...] = (),
+        access_log: bool = True,
+        wait_s: float = 60,
+        wrapper: Sequence[str] = (),
+    ) -> None:
+        """``wrapper``: a command the interpreter runs under (bench/instructions.py: Valgrind's)."""
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        argv = [sys.executable, "-m", "uvicorn"]
+        argv = [*wrapper, sys.executable, "-m", "uvicorn"]
         for directory in (ROOT, *app_dirs):
             argv += ["--app-dir", str(directory)]
         argv += ["--factory", self.factory, "--port", str(port), "--workers", "1", "--log-level", "warning"]

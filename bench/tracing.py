@@ -35,6 +35,7 @@ with load.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -49,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
+from bench import instructions  # noqa: E402
 from bench.served import CLICK, SCREENSHOT, TOKEN, Served, interleave  # noqa: E402
 from deskpilot.security import digest  # noqa: E402
 from testbed.groups import stop_group  # noqa: E402
@@ -157,6 +159,51 @@ def report(title: str, group: list[Served], target: float) -> None:
     sys.stdout.flush()
 
 
+def count_instructions(desktop: list[Served], tasks: list[Served], directory: Path) -> None:
+    """``--instructions``: one process a way under callgrind (bench/instructions.py); the instructions each
+    kind of request costs, and what each comparison adds, as a share of its base's."""
+    headers = {
+        "Content-Type": "application/json",
+        "traceparent": TRACEPARENT,
+        "Authorization": f"Bearer {TOKEN}",
+    }
+    kinds = (
+        ("click_mouse on an idle area (no settle)", desktop, "/computer-use", CLICK, 300, 2),
+        ("screenshot (unchanged screen)", desktop, "/computer-use", SCREENSHOT, 100, 2),
+        ("POST /tasks (SQLite on tmpfs, no worker)", tasks, "/tasks", TASK, 150, 1),
+    )
+    for group in (desktop, tasks):
+        counted = {v.name: instructions.Counted(v, directory) for v in group}
+        for v in group:
+            v.start(access_log=False, wait_s=600, wrapper=counted[v.name].wrapper())
+        try:
+            for title, of, path, body, n, target in kinds:
+                if of is not group:
+                    continue
+                counts = {}
+                for way, c in counted.items():
+                    with httpx.Client(base_url=c.served.url, headers=headers, timeout=120) as client:
+                        for _ in range(50):  # warm-up, uncounted
+                            r = client.post(path, content=body)
+                        assert r.status_code in (200, 201), (way, r.status_code, r.text)
+                        counts[way] = c.count(functools.partial(client.post, path, content=body), n)
+                print(f"  {title}: instructions a request ({n} counted a way)")
+                for way, k in counts.items():
+                    print(f"    {way:<15} main thread {k.main:12,.0f}   all threads {k.every:12,.0f}")
+                for what, way, base in COMPARED:
+                    if way in counts and base in counts:
+                        added = counts[way] - counts[base]
+                        share = added.every / counts[base].every * 100
+                        print(
+                            f"    added by {what}: all threads {added.every:+10,.0f} = {share:+5.2f} % "
+                            f"({verdict(share, target)}); main thread {added.main:+10,.0f}"
+                        )
+                sys.stdout.flush()
+        finally:
+            for v in group:
+                v.stop()
+
+
 def span_cost() -> None:
     """A span with two attributes, entered and left, in this process: the API's no-op one (traces off) and
     the SDK's with a batch processor whose exporter drops everything (traces on, without the export)."""
@@ -188,6 +235,9 @@ def main() -> None:
     parser.add_argument(
         "--sdk-loaded", action="store_true", help=f"a fourth way, {SDK_LOADED}: the SDK imported, traces off"
     )
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions under Valgrind instead of timing"
+    )
     args = parser.parse_args()
     own = ("OTEL_", "DESKTOP_", "AGENT_", "DESKPILOT_METRICS")
     base = {k: v for k, v in os.environ.items() if k.upper() not in VARIABLES and not k.startswith(own)}
@@ -206,18 +256,20 @@ def main() -> None:
     wait_http(f"{endpoint}/stats")
     desktop_env = {**base, "DESKTOP_DISPLAY": display.name, "DESKPILOT_TOKEN_SHA256": digest(TOKEN)}
     ways = (*WAYS, SDK_LOADED) if args.sdk_loaded else WAYS
-    desktop = variants("deskpilot.desktop.api:create_app", desktop_env, endpoint, args.processes, ways)
+    processes = 1 if args.instructions else args.processes  # counts do not vary as times do
+    desktop = variants("deskpilot.desktop.api:create_app", desktop_env, endpoint, processes, ways)
     task_env = {
         **base, "DESKPILOT_TOKEN": TOKEN, "TASKS_WORKER_ENABLED": "false",
         "TASKS_DESKTOP_FILES_DIR": "/nonexistent/deskpilot-bench/Desktop",
     }  # fmt: skip
     tasks = [
         Served(v.name, v.factory, {**v.env, "TASKS_DATABASE_URL": f"sqlite:///{state.name}/{i}.db"})
-        for i, v in enumerate(
-            variants("deskpilot.tasks.app:create_app", task_env, endpoint, args.processes, ways)
-        )
+        for i, v in enumerate(variants("deskpilot.tasks.app:create_app", task_env, endpoint, processes, ways))
     ]
     try:
+        if args.instructions:
+            count_instructions(desktop, tasks, Path(state.name))
+            return
         for v in [*desktop, *tasks]:
             v.start(access_log=False)
         print(

@@ -39,6 +39,7 @@ test_packages=(
   scrot imagemagick  # bench/peers.py: the screenshot commands of Anthropic's reference demo
   ffmpeg  # GET /tasks/{id}/trajectory?video=true, which the image has it only when built with DESKPILOT_VIDEO=1
   prometheus  # promtool checks each /metrics; tests/e2e/test_metrics.py scrapes a booted appliance with it
+  valgrind  # bench/tracing.py --instructions counts a request's instructions (callgrind)
 )
 if [[ "${DESKPILOT_VIDEO:-0}" == 1 ]]; then runtime_packages+=(ffmpeg); fi
 
