@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from deskpilot import __version__
 if TYPE_CHECKING:
     from fastapi.telemetry import TelemetryConfig
     from opentelemetry.context import Context
-    from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+    from opentelemetry.sdk.trace import ReadableSpan, Span
     from opentelemetry.trace import Span as ApiSpan
     from opentelemetry.trace import TracerProvider
 
@@ -43,7 +43,9 @@ FLUSH_TIMEOUT_MS = 5000
 TRACEPARENT = re.compile(rb"00-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})")
 
 _provider: TracerProvider | None = None
-_processor: SpanProcessor | None = None  # the batch processor of the provider setup() made
+# posts an encoded ExportTraceServiceRequest with the exporter setup() made (its endpoint, headers,
+# compression, retries): the way out of spans written in one step (deskpilot/desktop/spans.py)
+_send: Callable[[bytes], object] | None = None
 # (trace id, span id) in hex of a span kept outside OpenTelemetry's context (deskpilot/desktop/spans.py)
 log_ids: ContextVar[tuple[str, str] | None] = ContextVar("deskpilot_log_ids", default=None)
 
@@ -67,7 +69,7 @@ def setup(service: str) -> bool:
     """The process's tracer provider, once, when traces are wanted; ``service`` is the name it reports
     unless ``OTEL_SERVICE_NAME`` says another. A provider set up before (``opentelemetry-instrument``) is
     used as it is. Returns whether traces are on."""
-    global _provider, _processor
+    global _provider, _send
     if _provider is not None or not wanted():
         return _provider is not None
     from opentelemetry import trace
@@ -85,19 +87,23 @@ def setup(service: str) -> bool:
     name = os.environ.get("OTEL_SERVICE_NAME", "").strip() or service
     resource = Resource.create({"service.name": name, "service.version": __version__})
     provider = TracerProvider(resource=resource)
-    batches = BatchSpanProcessor(OTLPSpanExporter())
+    exporter = OTLPSpanExporter()
     provider.add_span_processor(_redaction())
-    provider.add_span_processor(batches)
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     _provider = trace.get_tracer_provider()
-    _processor = batches if _provider is provider else None
+    # the exporter's HTTP client (private in the SDK, pinned by constraints.txt): without it, the desktop's
+    # spans are the SDK's own
+    export = getattr(getattr(exporter, "_client", None), "export", None)
+    _send = export if _provider is provider and callable(export) else None
     return True
 
 
-def pipeline() -> tuple[TracerProvider, SpanProcessor] | None:
-    """The provider ``setup`` made and its batch processor, for spans recorded in one step
-    (deskpilot/desktop/spans.py); None when traces are off or the provider is someone else's."""
-    return (_provider, _processor) if _provider is not None and _processor is not None else None
+def pipeline() -> tuple[TracerProvider, Callable[[bytes], object]] | None:
+    """The provider ``setup`` made and a function that posts an encoded ``ExportTraceServiceRequest`` with its
+    exporter, for spans written in one step (deskpilot/desktop/spans.py); None when traces are off or the
+    provider is someone else's."""
+    return (_provider, _send) if _provider is not None and _send is not None else None
 
 
 async def flush(timeout_ms: int = FLUSH_TIMEOUT_MS) -> None:
