@@ -136,17 +136,20 @@ class Formatter(logging.Formatter):
         }
         if "task" not in fields and (task := _TASK.get()) is not None:
             fields["task"] = task
-        for k, v in tracing.log_fields().items():
-            fields.setdefault(k, v)
+        ids = tracing.log_fields()  # hex, written as they are
+        if ids and not fields.keys().isdisjoint(ids):  # a record's own field wins
+            ids = {k: v for k, v in ids.items() if k not in fields}
         message = record.getMessage()
         if record.exc_info:
             message += "\n" + self.formatException(record.exc_info)
         if self.json_lines:
             body = {"time": self._when(record), "level": record.levelname, "logger": record.name}
-            line = orjson.dumps({**body, "message": message, **fields}, default=str).decode()
+            line = orjson.dumps({**body, "message": message, **fields, **ids}, default=str).decode()
         else:
             parts = [self._when(record), record.levelname, record.name, message]
             parts += [f"{k}={_value(v)}" for k, v in fields.items()]
+            if ids:
+                parts += [f"{k}={v}" for k, v in ids.items()]
             line = " ".join(p for p in parts if p)
         for secret in self.secrets:
             line = line.replace(secret, "***")
