@@ -1,6 +1,6 @@
 """What OpenTelemetry traces (deskpilot/tracing.py) cost, alone and with the Prometheus metrics.
 
-    .venv/bin/python bench/tracing.py [--rounds 30] [--n 100] [--processes 4] [--sdk-loaded]
+    .venv/bin/python bench/tracing.py [--rounds 30] [--n 100] [--processes 4] [--sdk-loaded] [--instructions]
 
 Each service runs side by side as in production (its own uvicorn process, one worker, the token required),
 ``--processes`` processes each way:
@@ -30,6 +30,13 @@ machine's noise (processes still differ by a few percent); all its threads' adds
 
 It also times a span alone, in this process: the API's no-op one and the SDK's. Not a test: figures vary
 with load.
+
+``--instructions`` counts instead of timing: one process a way under Valgrind's callgrind
+(bench/instructions.py), the instructions each kind of request costs its main thread (the verdict: what a
+way adds to the request's path, as a share of the base's) and all its threads (with the spans' export).
+Counts repeat within ~0.1 % from one process to another, so the same change reads the same every run; but
+an instruction is not a fixed time (the span's Python, hot in cache, runs ~3x more instructions a
+microsecond than a whole request does), so a share of instructions overstates a share of the p50.
 """
 
 from __future__ import annotations
@@ -193,10 +200,11 @@ def count_instructions(desktop: list[Served], tasks: list[Served], directory: Pa
                 for what, way, base in COMPARED:
                     if way in counts and base in counts:
                         added = counts[way] - counts[base]
-                        share = added.every / counts[base].every * 100
+                        share = added.main / counts[base].main * 100  # the request's path
                         print(
-                            f"    added by {what}: all threads {added.every:+10,.0f} = {share:+5.2f} % "
-                            f"({verdict(share, target)}); main thread {added.main:+10,.0f}"
+                            f"    added by {what}: main thread {added.main:+10,.0f} = {share:+5.2f} % "
+                            f"({verdict(share, target)}); all threads {added.every:+10,.0f} = "
+                            f"{added.every / counts[base].every * 100:+5.2f} %"
                         )
                 sys.stdout.flush()
         finally:
