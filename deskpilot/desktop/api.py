@@ -234,7 +234,7 @@ def create_app(
             with collector.serving():
                 yield
         controller.close()
-        spans.drain()
+        await asyncio.to_thread(spans.drain)  # the spans still queued, posted
         await tracing.flush()
 
     app = FastAPI(

@@ -171,18 +171,18 @@ class Recorder:
                 sent = time.monotonic()
 
     def drain(self) -> None:
-        """Send every queued span."""
+        """Send every queued span (blocking: in the recorder's thread, or one of the loop's at the end)."""
         with self.lock:
             written: list[bytes] = []
             while self.queue:
                 if len(written) % CHUNK == CHUNK - 1:
                     time.sleep(0)  # a request waiting for the GIL gets it now, not at the switch interval
                 written.append(otlp.span(*self.queue.popleft()))
-            for request in otlp.requests(self.batch, written, self.size):
-                try:
-                    self.send(request)  # the exporter's client retries, and logs what it could not send
-                except Exception as exc:  # the thread lives on: traces are never worth a service
-                    log.warning("spans not sent: %s", type(exc).__name__)
+        for request in otlp.requests(self.batch, written, self.size):
+            try:
+                self.send(request)  # the exporter's client retries, and logs what it could not send
+            except Exception as exc:  # the thread lives on: traces are never worth a service
+                log.warning("spans not sent: %s", type(exc).__name__)
 
 
 def _setting(name: str, default: int) -> int:
@@ -251,6 +251,6 @@ def perform(action: str, actor: str, task: str | None) -> Perform | SdkPerform |
 
 
 def drain() -> None:
-    """Hand the spans still queued to the batch processor (the service is stopping: it flushes next)."""
+    """Send the spans still queued (the service is stopping; blocking, up to the exporter's time-out)."""
     for recorder in _recorder:
         recorder.drain()
