@@ -95,7 +95,8 @@ const syncMessages = serialized(async () => {
   try {
     html = await fragment(`/fragments/tasks/${encodeURIComponent(taskId)}/messages?offset=${offset}`);
   } catch (e) {
-    if (e.status !== 502) toast(`Could not load messages: ${e.message}`, "error");
+    if (e.status === 404) taskDeleted(); // deleted meanwhile: its event may come after, or not at all
+    else if (e.status !== 502) toast(`Could not load messages: ${e.message}`, "error");
     return;
   }
   const stick = nearBottom();
@@ -127,6 +128,16 @@ function applyTask(data) {
   refreshState();
 }
 
+let deleted = false;
+
+/** Said once, whichever tells it first: the task's deletion event, or its messages answering 404. */
+function taskDeleted() {
+  if (deleted) return;
+  deleted = true;
+  toast("This task was deleted.", "error");
+  for (const b of document.querySelectorAll("button[data-action], #reply button")) b.disabled = true;
+}
+
 async function refreshState() {
   try {
     const response = await fetch(`/fragments/tasks/${encodeURIComponent(taskId)}/state`);
@@ -140,10 +151,7 @@ connectEvents({
     if (!data) return;
     if (event === "task_updated" && data.id === taskId) applyTask(data);
     else if (event === "new_message" && (data.taskId === taskId || data.task_id === taskId)) syncMessages();
-    else if (event === "task_deleted" && (data.id === taskId || data === taskId)) {
-      toast("This task was deleted.", "error");
-      for (const b of document.querySelectorAll("button[data-action], #reply button")) b.disabled = true;
-    }
+    else if (event === "task_deleted" && (data.id === taskId || data === taskId)) taskDeleted();
   },
   onOpen() {
     // Catch up on what happened between the page render (or an outage) and now.
