@@ -56,18 +56,18 @@ def value(v: Any) -> bytes:
     return field(1, str(v).encode())
 
 
-_pairs: dict[tuple[str, str | bool], bytes] = {}
+_pairs: dict[tuple[int, str, str | bool], bytes] = {}
 
 
 def pair(number: int, k: str, v: Any) -> bytes:
     """One ``KeyValue`` as field ``number`` of its message."""
-    if number != 9 or not isinstance(v, (str, bool)):
+    if not isinstance(v, (str, bool)):
         return field(number, field(1, k.encode()) + field(2, value(v)))
-    kept = _pairs.get((k, v))
+    kept = _pairs.get((number, k, v))
     if kept is None:
         if len(_pairs) >= _KEPT:
             _pairs.clear()
-        kept = _pairs[k, v] = field(number, field(1, k.encode()) + field(2, value(v)))
+        kept = _pairs[number, k, v] = field(number, field(1, k.encode()) + field(2, value(v)))
     return kept
 
 
@@ -109,27 +109,14 @@ def span(
 class Batch:
     """``ExportTraceServiceRequest`` bodies of one resource and one instrumentation scope."""
 
-    def __init__(
-        self,
-        resource: Mapping[str, Any],
-        scope: str,
-        scope_version: str | None = None,
-        resource_schema: str = "",
-        scope_schema: str = "",
-    ) -> None:
-        scope_message = field(1, scope.encode()) + (
-            field(2, scope_version.encode()) if scope_version else b""
-        )
+    def __init__(self, resource: Mapping[str, Any], scope: str, resource_schema: str = "") -> None:
         self.head = field(1, attributes(1, resource))  # ResourceSpans.resource
-        self.scope = field(1, scope_message)  # ScopeSpans.scope
-        self.resource_tail = field(3, resource_schema.encode()) if resource_schema else b""
-        self.scope_tail = field(3, scope_schema.encode()) if scope_schema else b""
+        self.scope = field(1, field(1, scope.encode()))  # ScopeSpans.scope, its name alone
+        self.tail = field(3, resource_schema.encode()) if resource_schema else b""
 
     def request(self, spans: Iterable[bytes]) -> bytes:
-        scope_spans = self.scope + b"".join(spans) + self.scope_tail
-        return field(1, self.head + field(2, scope_spans) + self.resource_tail)
+        return field(1, self.head + field(2, self.scope + b"".join(spans)) + self.tail)
 
-
-def requests(batch: Batch, spans: Sequence[bytes], size: int) -> list[bytes]:
-    """``spans`` in requests of at most ``size`` spans each."""
-    return [batch.request(spans[i : i + size]) for i in range(0, len(spans), max(1, size))]
+    def requests(self, spans: Sequence[bytes], size: int) -> list[bytes]:
+        """``spans`` in requests of at most ``size`` spans each."""
+        return [self.request(spans[i : i + size]) for i in range(0, len(spans), max(1, size))]

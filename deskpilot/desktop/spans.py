@@ -178,7 +178,7 @@ class Recorder:
                 if len(written) % CHUNK == CHUNK - 1:
                     time.sleep(0)  # a request waiting for the GIL gets it now, not at the switch interval
                 written.append(otlp.span(*self.queue.popleft()))
-        for request in otlp.requests(self.batch, written, self.size):
+        for request in self.batch.requests(written, self.size):
             try:
                 self.send(request)  # the exporter's client retries, and logs what it could not send
             except Exception as exc:  # the thread lives on: traces are never worth a service

@@ -52,9 +52,9 @@ def sdk_span(
 @pytest.mark.parametrize("schema", ["", "https://opentelemetry.io/schemas/1.21.0"])
 def test_a_batch_is_the_message_the_sdk_makes(schema: str) -> None:
     resource = Resource(RESOURCE, schema_url=schema)
-    scope = InstrumentationScope(SCOPE, schema_url=schema or None)
+    scope = InstrumentationScope(SCOPE)
     cases = [(PARENT_ID, False), (None, False), (PARENT_ID, True)]
-    ours = otlp.Batch(RESOURCE, SCOPE, resource_schema=schema, scope_schema=schema).request(
+    ours = otlp.Batch(RESOURCE, SCOPE, resource_schema=schema).request(
         otlp.span(
             "desktop.perform",
             TRACE_ID,
@@ -74,5 +74,5 @@ def test_a_batch_is_the_message_the_sdk_makes(schema: str) -> None:
 def test_many_spans_go_in_requests_of_at_most_a_batch_each() -> None:
     batch = otlp.Batch(RESOURCE, SCOPE)
     spans = [otlp.span("s", TRACE_ID, f"{i + 1:016x}", None, 1, 2, {}, False) for i in range(5)]
-    sent = [ExportTraceServiceRequest.FromString(r) for r in otlp.requests(batch, spans, 2)]
+    sent = [ExportTraceServiceRequest.FromString(r) for r in batch.requests(spans, 2)]
     assert [len(r.resource_spans[0].scope_spans[0].spans) for r in sent] == [2, 2, 1]
