@@ -3,14 +3,15 @@ request's work, free of what times carry (the machine's load, one process's memo
 which on this machine move a p50 by 2-17 % between processes of the same code).
 
 A service starts under callgrind with counting off (it runs ~5x slower, its start uncounted); ``count`` turns
-counting on for a block of requests, waits ``after_s`` for the work they leave behind (spans turned into the
-SDK's and exported a moment later), writes the counts (``callgrind_control``) and turns counting off. Each of
+counting on for a block of requests, waits ``after_s`` for the work they leave behind (spans written and
+sent a moment later), writes the counts (``callgrind_control``) and turns counting off. Each of
 the process's threads is counted apart: the main thread (the event loop, a request's path) and all of them.
 The same wait with no request is counted once and taken away: a service's timers and polls, which a change of
 the requests' path leaves alone. Two processes of the same code count within ~0.1 % of each other (the click:
 1,194,677 and 1,193,424 on the main thread), where their times differ by percents. User-space instructions
-only: the kernel's share of a request (sockets, the X server's, SQLite's writes) is not counted, so a share of
-these counts is an upper bound of the share of the request's time.
+only: the kernel's share of a request (sockets, the X server's, SQLite's writes) is not counted, and an
+instruction is no fixed time (code hot in a loop runs several times more a microsecond than code a request
+touches once), so a share of these counts says what a change adds, not what it costs in time.
 
 Valgrind is Debian's ``valgrind`` (scripts/install-system.sh --test installs it).
 """

@@ -35,8 +35,9 @@ with load.
 (bench/instructions.py), the instructions each kind of request costs its main thread (the verdict: what a
 way adds to the request's path, as a share of the base's) and all its threads (with the spans' export).
 Counts repeat within ~0.1 % from one process to another, so the same change reads the same every run; but
-an instruction is not a fixed time (the span's Python, hot in cache, runs ~3x more instructions a
-microsecond than a whole request does), so a share of instructions overstates a share of the p50.
+an instruction is not a fixed time (the span's Python runs ~3x more instructions a microsecond in a loop than
+a whole request does, and fewer when a request touches it once), so a share of instructions is not a share
+of the p50 (bench/toggled.py measures that within the same processes).
 """
 
 from __future__ import annotations
