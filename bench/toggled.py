@@ -8,7 +8,7 @@ Each process is the desktop service as the appliance runs it (uvicorn, one worke
 metrics on and traces exporting to an OTLP/HTTP receiver in a process of its own; its app is made by ``app``
 below, which switches both off on SIGUSR1 and on again on SIGUSR2: the controller's metric families, the
 tracer provider and the span recorder set aside and put back (``GET /metrics`` and the span export carry on;
-the ``traceparent`` middleware stays, ~0.24 µs a request, so the difference is slightly understated). Rounds
+off, the route does not look for the ``traceparent`` either, as with traces off). Rounds
 of ``--n`` requests per process and state, in a new random order each round; every request carries a
 ``traceparent``. Reported: the p50 with both on against both off (the median of the processes' own), and
 the main thread's CPU a request (schedstat). Not a test: figures vary with load.

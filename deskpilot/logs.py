@@ -53,6 +53,7 @@ _SECRET_PARAM = re.compile(r"token|key|secret|passw|pwd|auth|session|sig|credent
 URL_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx")
 # OpenTelemetry's exporter headers (a tracing backend's credential): ``name=value,name=value``
 _OTLP_HEADERS = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+IDS = ("trace_id", "span_id")  # a span's, on each line emitted in it (deskpilot.tracing.current_ids)
 # The task a record is about, when its ``extra`` does not say (``about_task``).
 _TASK: ContextVar[str | None] = ContextVar("deskpilot_log_task", default=None)
 
@@ -136,24 +137,26 @@ class Formatter(logging.Formatter):
         }
         if "task" not in fields and (task := _TASK.get()) is not None:
             fields["task"] = task
-        ids = tracing.log_fields()  # hex, written as they are
-        if ids and not fields.keys().isdisjoint(ids):  # a record's own field wins
-            ids = {k: v for k, v in ids.items() if k not in fields}
+        ids = tracing.current_ids()
+        if ids is not None and ("trace_id" in fields or "span_id" in fields):  # a record's own field wins
+            fields |= {k: v for k, v in zip(IDS, ids, strict=True) if k not in fields}
+            ids = None
         message = record.getMessage()
         if record.exc_info:
             message += "\n" + self.formatException(record.exc_info)
         if self.json_lines:
             body = {"time": self._when(record), "level": record.levelname, "logger": record.name}
-            line = orjson.dumps({**body, "message": message, **fields, **ids}, default=str).decode()
+            span = dict(zip(IDS, ids, strict=True)) if ids else {}
+            line = orjson.dumps({**body, "message": message, **fields, **span}, default=str).decode()
         else:
             parts = [self._when(record), record.levelname, record.name, message]
             parts += [f"{k}={_value(v)}" for k, v in fields.items()]
-            if ids:
-                parts += [f"{k}={v}" for k, v in ids.items()]
             line = " ".join(p for p in parts if p)
         for secret in self.secrets:
             line = line.replace(secret, "***")
-        return redact_query(line)
+        line = redact_query(line)
+        # hex the span made (a caller's traceparent is checked to be one): nothing to mask, after the rest
+        return line if ids is None or self.json_lines else f"{line} trace_id={ids[0]} span_id={ids[1]}"
 
 
 class DeniedHandshakeFilter(logging.Filter):

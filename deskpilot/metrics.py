@@ -18,7 +18,9 @@ have been seen, then ``OTHER`` (``Bounded``). Never a task id, never a raw path.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import bisect
+import itertools
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TypeVar
 
 from prometheus_client import (
@@ -30,6 +32,9 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -69,6 +74,51 @@ def children(labelled: Callable[[str], Child], values: Iterable[str]) -> dict[st
     """The child of each of ``values`` and of ``OTHER``, made up front: recording is then ``get(value,
     other)`` and an add, and every known value is exported (at zero) before its first observation."""
     return {value: labelled(value) for value in (*values, OTHER)}
+
+
+class Series:
+    """One labelled series of a ``Histogram``: counts by bucket (the last +Inf), and their sum."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds, self.counts, self.sum = bounds, [0] * (len(bounds) + 1), 0.0
+
+    def observe(self, amount: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, amount)] += 1  # the first bucket whose le >= amount
+        self.sum += amount
+
+
+class Histogram(Collector):
+    """A histogram family of one label, its values known up front (``OTHER`` among them when anything else may
+    come, as ``children`` makes them), each ``Series`` recorded
+    by the thread that serves (a service's event loop, which also answers the scrape) and no other: no lock
+    to take, an observation is a bisect and two adds. The client library's ``Histogram`` takes a lock for the
+    sum and another for the bucket, which it looks for in Python: ~7,700 instructions an observation against
+    ~1,500, on every action's path. Exported as that one is (``_bucket``, ``_count``, ``_sum``), by the same
+    registry."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        label: str,
+        values: Iterable[str],
+        buckets: Iterable[float],
+        registry: CollectorRegistry,
+    ) -> None:
+        self.name, self.documentation, self.label = name, documentation, label
+        bounds = tuple(float(b) for b in buckets)  # ascending
+        self.le = [*(floatToGoString(b) for b in bounds), "+Inf"]  # type: ignore[no-untyped-call]
+        self.series = {value: Series(bounds) for value in values}
+        registry.register(self)
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=[self.label])
+        for value, series in self.series.items():
+            cumulative = itertools.accumulate(series.counts)
+            family.add_metric([value], list(zip(self.le, cumulative, strict=True)), series.sum)
+        yield family
 
 
 class Bounded:

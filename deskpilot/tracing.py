@@ -175,18 +175,18 @@ def inject(headers: Mapping[str, str]) -> dict[str, str]:
 # ------------------------------------------------------------------------------------------------- logs
 
 
-def log_fields() -> dict[str, str]:
-    """``trace_id`` and ``span_id`` of the span a log record is emitted in; none outside one or when off."""
+def current_ids() -> tuple[str, str] | None:
+    """(trace id, span id) in hex of the span a log record is emitted in; None outside one or when off."""
     if _provider is None:
-        return {}
+        return None
     if (ids := log_ids.get()) is not None:
-        return {"trace_id": ids[0], "span_id": ids[1]}
+        return ids
     from opentelemetry import trace
 
     ctx = trace.get_current_span().get_span_context()
     if not ctx.is_valid:
-        return {}
-    return {"trace_id": format(ctx.trace_id, "032x"), "span_id": format(ctx.span_id, "016x")}
+        return None
+    return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
 
 
 # ----------------------------------------------------------------------------------- the desktop client

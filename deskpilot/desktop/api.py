@@ -91,7 +91,8 @@ router = APIRouter()
 async def computer_use(request: Request) -> Response:
     actor, task = journal_routes.sender(request)
     action = parse_action_body(await read_action_body(request))
-    outcome = await request.app.state.controller.perform(action, actor, task)
+    caller = spans.traceparent(request.scope)
+    outcome = await request.app.state.controller.perform(action, actor, task, caller)
     return Response(outcome.to_json(), media_type="application/json")
 
 
@@ -261,8 +262,6 @@ def create_app(
     app.router.routes.extend(mcp.routes)  # /mcp: SSE and streamable HTTP (deskpilot/desktop/mcp.py)
     install_metrics(app, controller, metrics_settings)  # GET /metrics, unless DESKPILOT_METRICS=off
     vnc.install(app, settings)  # /vnc live view; keep it after the other routes
-    if tracing.on():  # a caller's trace context (traceparent) is the current one while its request runs
-        app.add_middleware(spans.CallerContext)
     # Host, Origin, content type and token, before any route (HTTP and WebSocket: /vnc/websockify too)
     install_gate(app, settings)  # request bodies within DESKTOP_BODY_BUDGET_BYTES (inside the Guard)
     app.add_middleware(Guard, policy=policy_for("desktop", security), refuse=refusal)

@@ -25,6 +25,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from deskpilot.computer import actions
+from deskpilot.desktop import spans
 from deskpilot.desktop.body import read_action_body
 from deskpilot.desktop.controller import DesktopController, Outcome
 from deskpilot.errors import DesktopError, InvalidAction, desktop_error_headers, task_error_body
@@ -64,7 +65,7 @@ async def computer_use(request: Request) -> Response:
         return json_response(task_error_body(exc.status, exc.message), exc.status)
     name = body["action"]
     try:
-        outcome = await perform(request.app.state.controller, step)
+        outcome = await perform(request.app.state.controller, step, spans.traceparent(request.scope))
     except DesktopError as exc:
         if name in FILE_FAILURE:  # bytebotd catches these itself and answers them as a result
             return json_response({"success": False, "message": f"{FILE_FAILURE[name]}: {exc.message}"}, 201)
@@ -99,14 +100,19 @@ def our_application(name: object) -> str:
     raise InvalidAction(f"application: must be one of {', '.join(APPLICATIONS)}, not {name!r}")
 
 
-async def perform(controller: DesktopController, step: actions.Action | Chord) -> Outcome:
+async def perform(
+    controller: DesktopController, step: actions.Action | Chord, caller: bytes | None
+) -> Outcome:
+    """``caller``: the request's ``traceparent``, the parent of each action's span."""
     if not isinstance(step, Chord):
-        return await controller.perform(step)
-    await controller.perform(actions.PressKeys(action="press_keys", keys=step.keys, press="down"))
+        return await controller.perform(step, caller=caller)
+    down = actions.PressKeys(action="press_keys", keys=step.keys, press="down")
+    await controller.perform(down, caller=caller)
     try:
-        await controller.perform(actions.Wait(action="wait", duration=step.delay))
+        await controller.perform(actions.Wait(action="wait", duration=step.delay), caller=caller)
     finally:  # never leave a key held, even when the client goes away meanwhile
-        await controller.perform(actions.PressKeys(action="press_keys", keys=step.keys, press="up"))
+        up = actions.PressKeys(action="press_keys", keys=step.keys, press="up")
+        await controller.perform(up, caller=caller)
     return Outcome()
 
 

@@ -100,12 +100,19 @@ class DesktopController:
             actions.ReadFile: self.read_file,
         }
 
-    async def perform(self, action: actions.Action, actor: str = "api", task: str | None = None) -> Outcome:
+    async def perform(
+        self,
+        action: actions.Action,
+        actor: str = "api",
+        task: str | None = None,
+        caller: bytes | None = None,
+    ) -> Outcome:
         """Execute one validated action (see ``actions.parse_action``) sent by ``actor`` (journal.ACTORS),
         for ``task`` when the agent names one. With traces on, its span, ``desktop.perform`` (spans.py), is a
-        child of the caller's when the request carried its trace context; its log line names the task."""
+        child of ``caller``'s, the request's ``traceparent`` (``spans.traceparent``); its log line names the
+        task."""
         about = logs.about_task(task) if task else nullcontext()
-        with spans.perform(action.action, actor, task) as span, about:
+        with spans.perform(action.action, actor, task, caller) as span, about:
             try:
                 result = await self._perform(action, actor, task)
             except BaseException as exc:

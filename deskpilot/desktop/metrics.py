@@ -8,12 +8,12 @@ getimage over the socket). Action names are the contract's; anything else is ``o
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge
 
 from deskpilot.computer.actions import ACTION_NAMES
 from deskpilot.desktop.capture import MEDIA_TYPES
 from deskpilot.desktop.outcome import Outcome
-from deskpilot.metrics import OTHER, children
+from deskpilot.metrics import OTHER, Histogram
 
 # seconds: a pointer move is ~0.2 ms, a click with a settle ~0.1-1 s, an application launch up to a minute
 ACTION_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -25,31 +25,32 @@ CAPTURE_PATHS = ("shm", "getimage")
 
 class DesktopMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        actions = Histogram(
+        self._actions = Histogram(
             "deskpilot_action_duration_seconds",
             "Desktop actions, from the request's arrival at the controller to its answer, by action",
-            ["action"],
-            buckets=ACTION_BUCKETS,
-            registry=registry,
-        )
-        self._actions = children(actions.labels, ACTION_NAMES)
+            "action",
+            (*ACTION_NAMES, OTHER),
+            ACTION_BUCKETS,
+            registry,
+        ).series
         shots = Histogram(
             "deskpilot_screenshot_bytes",
             "Screenshots returned by an action, encoded (before base64), by format",
-            ["format"],
-            buckets=SCREENSHOT_BUCKETS,
-            registry=registry,
-        )
-        by_format = children(shots.labels, MEDIA_TYPES)
-        self._shots = {MEDIA_TYPES.get(name, OTHER): child for name, child in by_format.items()}
+            "format",
+            (*MEDIA_TYPES, OTHER),
+            SCREENSHOT_BUCKETS,
+            registry,
+        ).series
+        self._shots = {MEDIA_TYPES.get(name, OTHER): series for name, series in shots.items()}
         settles = Histogram(
             "deskpilot_settle_seconds",
             "Waits for the screen to settle after an action (settle asked), by whether it settled in time",
-            ["settled"],
-            buckets=SETTLE_BUCKETS,
-            registry=registry,
-        )
-        self._settles = {True: settles.labels("true"), False: settles.labels("false")}
+            "settled",
+            ("true", "false"),
+            SETTLE_BUCKETS,
+            registry,
+        ).series
+        self._settles = {True: settles["true"], False: settles["false"]}
         self.display_up = Gauge(
             "deskpilot_display_up",
             "1 when the display answers and is ours (the /health probe)",

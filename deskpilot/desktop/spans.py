@@ -1,17 +1,17 @@
 """The desktop service's traces (deskpilot/tracing.py), on the hot path of every action.
 
-``CallerContext`` keeps a request's ``traceparent`` (the agent's ``desktop.action``) while it runs;
-``perform(...)`` is the span of one action, ``desktop.perform``, its child (or the root of a trace of its own
-when the request carried none). Both exist only when traces are on; off, ``perform`` returns a shared object
-that does nothing.
+``perform(...)`` is the span of one action, ``desktop.perform``, the child of its request's ``traceparent``
+(the agent's ``desktop.action``, read by the route: ``traceparent``), or the root of a trace of its own when
+the request carried none (an action channel's, MCP's). It exists only when traces are on; off, ``perform``
+returns a shared object that does nothing.
 
 An action's span costs its request a few microseconds: its ids are made when it starts (the action's log
-line carries them), and at its end a tuple joins a queue. A thread of its own writes the queue as OTLP
-(otlp.py) and sends it with the exporter ``tracing.setup`` made, in batches as the SDK's batch processor
-would, and when the service stops (``drain``). The SDK's own span (started, its attributes set under a lock,
-each processor told, ended), ~15 µs in a loop, cost ~50 µs on a request: 8 % of a bare click's 0.6 ms; its
-way to the wire (a ``ReadableSpan``, its encoder's messages) ~200,000 instructions a span in a thread that
-holds the interpreter while requests wait (bench/tracing.py).
+line carries them; span ids are made ahead, a thousand at a time), and at its end it joins a queue. A thread
+of its own writes the queue as OTLP (otlp.py) and sends it with the exporter ``tracing.setup`` made, in
+batches as the SDK's batch processor would, and when the service stops (``drain``). The SDK's own span
+(started, its attributes set under a lock, each processor told, ended), ~15 µs in a loop, cost ~50 µs on a
+request: 8 % of a bare click's 0.6 ms; its way to the wire (a ``ReadableSpan``, its encoder's messages)
+~200,000 instructions a span in a thread that holds the interpreter while requests wait (bench/tracing.py).
 The sampling is the SDK's default: the caller's decision when it sent one, else the provider's sampler.
 With a provider set up by someone else (``opentelemetry-instrument``), the SDK's own span is used.
 """
@@ -24,8 +24,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -33,36 +32,32 @@ from deskpilot import tracing
 from deskpilot.desktop import otlp
 
 if TYPE_CHECKING:
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import Scope
 
 log = logging.getLogger(__name__)
 NAME = "desktop.perform"
 SCOPE = "deskpilot.desktop.controller"
 EVERY_S = 0.5
 CHUNK = 32  # spans made between two moments the thread lets the event loop have the interpreter
-_caller: ContextVar[bytes | None] = ContextVar("deskpilot_traceparent", default=None)
-# (name, trace id, span id, parent id or None, start ns, end ns, attributes, failed) of each ended span
-Ended = tuple[str, str, str, str | None, int, int, dict[str, Any], bool]
+_log_ids = tracing.log_ids
+TRACEPARENT = tracing.TRACEPARENT.fullmatch
+SAMPLED = frozenset(b"13579bdf")  # the flags' last hex digit when their lowest bit, sampled, is set
+ERROR = "error.type"  # the attribute of a failed span
+SPAN_IDS = 1024
+NO_ID = "0" * 16  # an invalid span id
 
 
-class CallerContext:
-    """ASGI middleware: an HTTP request's ``traceparent``, kept as it came (or none) for its asyncio task,
-    which uvicorn makes for each request (read by ``perform``). It has no frame of its own in the request's
-    chain of awaits: one costs each await of a request (~35 µs on a task's creation, bench/tracing.py), and
-    the value lasts as long as the request's task. Installed when traces are on."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] == "http":
-            value = None
-            for name, header in scope["headers"]:  # 0.24 µs for nine headers, half of dict(headers).get()
-                if name == b"traceparent":
-                    value = header
-                    break
-            _caller.set(value)
-        return self.app(scope, receive, send)
+def traceparent(scope: Scope) -> bytes | None:
+    """An HTTP request's ``traceparent`` as it came, the parent of its action's span (``perform``); None
+    without one, or when traces are off. Read by the routes that act (a middleware costs every request of the
+    service a frame and a context variable: ~5,000 instructions a click, bench/tracing.py)."""
+    if not _recorder and not tracing.on():
+        return None
+    headers: list[tuple[bytes, bytes]] = scope["headers"]
+    for name, value in reversed(headers):  # clients add it after their own; a body's length follows
+        if name == b"traceparent":
+            return value
+    return None
 
 
 class Off:
@@ -85,54 +80,50 @@ OFF = Off()
 
 
 class Perform:
-    """``desktop.perform``: its ids those of the action's log lines, queued at its end."""
+    """``desktop.perform``: its ids those of the action's log lines; queued itself at its end, if sampled."""
 
-    __slots__ = (
-        "attributes",
-        "failure",
-        "parent_id",
-        "recorder",
-        "sampled",
-        "span_id",
-        "start",
-        "token",
-        "trace_id",
-    )
+    __slots__ = ("attributes", "end", "parent_id", "queue", "span_id", "start", "token", "trace_id")
 
-    def __init__(self, recorder: Recorder, attributes: dict[str, Any]) -> None:
-        self.recorder, self.attributes, self.failure = recorder, attributes, False
-        caller = _caller.get()
-        parent = tracing.TRACEPARENT.fullmatch(caller) if caller else None  # servers strip a header's blanks
-        if parent is not None:
-            self.trace_id, self.parent_id = parent[1].decode(), parent[2].decode()
-            self.sampled = bool(int(parent[3], 16) & 1)
+    def __init__(self, recorder: Recorder, attributes: dict[str, Any], caller: bytes | None) -> None:
+        self.attributes = attributes
+        self.parent_id: str | None
+        if caller is not None and TRACEPARENT(caller) is not None:  # servers strip a header's blanks
+            text = caller.decode()
+            self.trace_id, self.parent_id = text[3:35], text[36:52]
+            sampled = caller[54] in SAMPLED
         else:
             self.trace_id, self.parent_id = f"{random.getrandbits(128) or 1:032x}", None
-            self.sampled = recorder.sample(int(self.trace_id, 16), attributes)
-        self.span_id = f"{random.getrandbits(64) or 1:016x}"
+            sampled = recorder.sample(int(self.trace_id, 16), attributes)
+        self.queue = recorder.queue if sampled else None
+        self.span_id = recorder.span_ids.pop() if recorder.span_ids else recorder.more_span_ids()
         self.start = time.time_ns()
 
     def __enter__(self) -> Self:
-        self.token = tracing.log_ids.set((self.trace_id, self.span_id))
+        self.token = _log_ids.set((self.trace_id, self.span_id))
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        tracing.log_ids.reset(self.token)
-        if self.sampled:
-            ended = (self.trace_id, self.span_id, self.parent_id, self.start, time.time_ns())
-            self.recorder.queue.append((NAME, *ended, self.attributes, self.failure))
+        _log_ids.reset(self.token)
+        if self.queue is not None:
+            self.end = time.time_ns()
+            self.queue.append(self)
 
     def failed(self, exc: BaseException, outcome: str) -> None:
         """Its type, never its message (which may quote what was typed)."""
-        self.attributes |= {"deskpilot.outcome": outcome, "error.type": type(exc).__name__}
-        self.failure = True
+        self.attributes |= {"deskpilot.outcome": outcome, ERROR: type(exc).__name__}
 
     def done(self, settle_ms: float | None, settled: bool | None) -> None:
         self.attributes["deskpilot.outcome"] = "ok"
         if settle_ms is not None:
             self.attributes |= settle_attributes(settle_ms, settled)
+
+    def written(self) -> bytes:
+        """As OTLP (otlp.py): failed when ``failed`` named an error."""
+        failed = ERROR in self.attributes
+        ids = (self.trace_id, self.span_id, self.parent_id)
+        return otlp.span(NAME, *ids, self.start, self.end, self.attributes, failed)
 
 
 class Recorder:
@@ -148,12 +139,20 @@ class Recorder:
         self.size = _setting("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)
         self.delay_s = _setting("OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
         # beyond OTEL_BSP_MAX_QUEUE_SIZE the oldest are dropped, never waited for
-        self.queue: collections.deque[Ended] = collections.deque(
+        self.queue: collections.deque[Perform] = collections.deque(
             maxlen=_setting("OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         )
         self.lock = threading.Lock()
+        self.span_ids: list[str] = []  # made ahead (more_span_ids), taken with list.pop: atomic
         self.thread = threading.Thread(target=self._run, name="desktop spans", daemon=True)
         self.thread.start()
+
+    def more_span_ids(self) -> str:
+        """One span id, and ``SPAN_IDS`` more made for the next spans: 16 hex digits each, from the system's
+        random source (~300 instructions a span for a ``pop`` against ~2,000 to format a random number)."""
+        made = os.urandom(8 * SPAN_IDS).hex()
+        self.span_ids = [made[i : i + 16] for i in range(0, len(made), 16) if made[i : i + 16] != NO_ID]
+        return f"{random.getrandbits(64) or 1:016x}"
 
     def sample(self, trace_id: int, attributes: dict[str, Any]) -> bool:
         """The provider's sampler on a span without a parent."""
@@ -177,7 +176,7 @@ class Recorder:
             while self.queue:
                 if len(written) % CHUNK == CHUNK - 1:
                     time.sleep(0)  # a request waiting for the GIL gets it now, not at the switch interval
-                written.append(otlp.span(*self.queue.popleft()))
+                written.append(self.queue.popleft().written())
         for request in self.batch.requests(written, self.size):
             try:
                 self.send(request)  # the exporter's client retries, and logs what it could not send
@@ -195,10 +194,9 @@ def _setting(name: str, default: int) -> int:
 class SdkPerform:
     """``desktop.perform`` as the SDK's own span: a provider set up by someone else, its processors told."""
 
-    def __init__(self, attributes: dict[str, Any]) -> None:
+    def __init__(self, attributes: dict[str, Any], caller: bytes | None) -> None:
         from opentelemetry import context, trace
 
-        caller = _caller.get()
         parent = tracing.extract({"traceparent": caller.decode("latin-1")}) if caller else None
         self.span = trace.get_tracer(SCOPE).start_span(
             NAME, context=parent, kind=trace.SpanKind.SERVER, attributes=attributes
@@ -233,21 +231,22 @@ def settle_attributes(settle_ms: float | None, settled: bool | None) -> dict[str
 _recorder: list[Recorder] = []  # made at the first span, once traces are on
 
 
-def perform(action: str, actor: str, task: str | None) -> Perform | SdkPerform | Off:
-    """The span of one action sent by ``actor`` (for ``task``, the agent's): ``OFF`` when traces are off."""
+def perform(action: str, actor: str, task: str | None, caller: bytes | None) -> Perform | SdkPerform | Off:
+    """The span of one action sent by ``actor`` (for ``task``, the agent's), the child of ``caller`` (the
+    request's ``traceparent``, ``traceparent``) when it is one: ``OFF`` when traces are off."""
     attributes: dict[str, Any] = {"deskpilot.action": action, "deskpilot.actor": actor}
     if task:
         attributes["deskpilot.task.id"] = task
     if _recorder:  # the path of every action but the first, with traces on
-        return Perform(_recorder[0], attributes)
+        return Perform(_recorder[0], attributes, caller)
     if not tracing.on():
         return OFF
     pipeline = tracing.pipeline()
     if pipeline is None:
-        return SdkPerform(attributes)
+        return SdkPerform(attributes, caller)
     if not _recorder:
         _recorder.append(Recorder(*pipeline))
-    return Perform(_recorder[0], attributes)
+    return Perform(_recorder[0], attributes, caller)
 
 
 def drain() -> None:

@@ -37,6 +37,21 @@ def test_children_cover_the_known_values_and_other() -> None:
     assert made[OTHER] is family.labels(OTHER)
 
 
+def test_the_histogram_is_exported_as_the_client_librarys() -> None:
+    """Same observations, same text: the bucket an amount on a bound falls in, counts, sum, other."""
+    ours, theirs = metrics.new_registry(), metrics.new_registry()
+    buckets = (0.001, 0.5, 1, 2.5)
+    made = metrics.Histogram("deskpilot_t_seconds", "doc", "kind", ("a", "b", OTHER), buckets, ours).series
+    library = Histogram("deskpilot_t_seconds", "doc", ["kind"], buckets=buckets, registry=theirs)
+    for kind, amount in [("a", 0.001), ("a", 0.0011), ("b", 2.5), ("a", 7.0), (OTHER, 0.0), ("a", 0.5)]:
+        made[kind].observe(amount)
+        library.labels(kind).observe(amount)
+    assert "deskpilot_t_seconds_bucket" in generate_latest(ours).decode()
+    family = [m for m in ours.collect() if m.name == "deskpilot_t_seconds"]
+    expected = [m for m in theirs.collect() if m.name == "deskpilot_t_seconds"]
+    assert family == expected
+
+
 def test_each_app_has_a_registry_of_its_own() -> None:
     """Two apps of a service in one process (the tests do it all the time) register the same names."""
     first, second = metrics.new_registry(), metrics.new_registry()

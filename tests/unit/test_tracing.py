@@ -49,7 +49,7 @@ def test_traces_are_wanted_only_with_an_endpoint(env: dict[str, str], wanted: bo
 def test_off_nothing_is_added_to_requests_or_lines() -> None:
     assert not tracing.on()  # no service of this process set traces up
     assert tracing.inject({"a": "b"}) == {"a": "b"}
-    assert tracing.log_fields() == {}
+    assert tracing.current_ids() is None
 
 
 def test_a_line_emitted_while_a_task_runs_names_it_unless_its_fields_do() -> None:
@@ -66,8 +66,12 @@ def test_a_line_emitted_in_a_span_carries_its_trace_and_span_ids(monkeypatch: py
     with provider.get_tracer("test").start_as_current_span("step") as span:
         ctx = span.get_span_context()
         body = json.loads(Formatter(json_lines=True, secrets=[]).format(record("agent step", task="t")))
+        line = Formatter(secrets=[]).format(record("agent step", task="t"))
+        own = Formatter(secrets=[]).format(record("agent step", trace_id="mine"))
         headers = tracing.inject({})
     assert body["trace_id"] == format(ctx.trace_id, "032x") and body["span_id"] == format(ctx.span_id, "016x")
+    assert line.endswith(f"agent step task=t trace_id={ctx.trace_id:032x} span_id={ctx.span_id:016x}")
+    assert own.endswith(f"agent step trace_id=mine span_id={ctx.span_id:016x}")  # a record's own field wins
     assert headers["traceparent"].startswith(f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-")
     assert "trace_id" not in Formatter(secrets=[]).format(record("outside"))
 

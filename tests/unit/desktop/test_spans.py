@@ -8,7 +8,6 @@ OTLP protobuf messages.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -71,23 +70,20 @@ def plain(value: AnyValue) -> object:
 def act(caller: bytes | None, fail: BaseException | None = None) -> tuple[str, str] | None:
     """One action's span as the controller makes it, the caller's ``traceparent`` given; the ids its log
     lines carry."""
-    token = spans._caller.set(caller)
-    try:
-        with spans.perform("type_text", "agent", "t-1") as span:
-            ids = tracing.log_ids.get()
-            if fail is not None:
-                span.failed(fail, "400")
-            else:
-                span.done(12.345, True)
-    finally:
-        spans._caller.reset(token)
+    with spans.perform("type_text", "agent", "t-1", caller) as span:
+        ids = tracing.log_ids.get()
+        if fail is not None:
+            span.failed(fail, "400")
+        else:
+            span.done(12.345, True)
     spans.drain()
     return ids
 
 
 def test_off_an_action_gets_a_shared_object_that_does_nothing() -> None:
     assert not tracing.on()
-    assert spans.perform("click_mouse", "api", None) is spans.OFF
+    assert spans.perform("click_mouse", "api", None, TRACEPARENT) is spans.OFF
+    assert spans.traceparent({"type": "http", "headers": [(b"traceparent", TRACEPARENT)]}) is None
 
 
 def test_an_actions_span_is_the_child_of_the_callers(exported: Posted) -> None:
@@ -140,20 +136,16 @@ def test_a_root_span_follows_the_providers_sampler(monkeypatch: pytest.MonkeyPat
         assert memory.get_finished_spans() == ()
 
 
-def test_the_callers_traceparent_is_kept_for_its_request_alone() -> None:
-    seen: list[bytes | None] = []
+def test_the_caller_is_the_requests_traceparent_as_it_came(exported: Posted) -> None:
+    headers = [(b"host", b"h"), (b"traceparent", TRACEPARENT), (b"content-length", b"2")]
+    assert spans.traceparent({"type": "http", "headers": headers}) == TRACEPARENT
+    assert spans.traceparent({"type": "http", "headers": headers[:1]}) is None
 
-    async def app(scope: object, receive: object, send: object) -> None:
-        seen.append(spans._caller.get())
 
-    middleware = spans.CallerContext(app)
-
-    async def requests() -> None:
-        for headers in ([(b"host", b"h"), (b"traceparent", TRACEPARENT)], [(b"host", b"h")]):
-            await middleware({"type": "http", "headers": headers}, None, None)  # type: ignore[arg-type]
-
-    asyncio.run(requests())
-    assert seen == [TRACEPARENT, None]
+def test_span_ids_are_unique_and_valid(exported: Posted) -> None:
+    made = {act(None)[1] for _ in range(3 * spans.SPAN_IDS)}  # type: ignore[index]
+    assert len(made) == 3 * spans.SPAN_IDS
+    assert all(len(i) == 16 and int(i, 16) for i in made)
 
 
 def test_spans_go_out_in_batches_of_the_batch_processors_size(
@@ -161,7 +153,7 @@ def test_spans_go_out_in_batches_of_the_batch_processors_size(
 ) -> None:
     monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2")
     for _ in range(5):
-        with spans.perform("click_mouse", "api", None) as span:
+        with spans.perform("click_mouse", "api", None, None) as span:
             span.done(None, None)
     spans.drain()
     assert [len(r.resource_spans[0].scope_spans[0].spans) for r in exported.requests] == [2, 2, 1]
