@@ -91,12 +91,11 @@ class Series:
 
 class Histogram(Collector):
     """A histogram family of one label, its values known up front (``OTHER`` among them when anything else may
-    come, as ``children`` makes them), each ``Series`` recorded
-    by the thread that serves (a service's event loop, which also answers the scrape) and no other: no lock
-    to take, an observation is a bisect and two adds. The client library's ``Histogram`` takes a lock for the
-    sum and another for the bucket, which it looks for in Python: ~7,700 instructions an observation against
-    ~1,500, on every action's path. Exported as that one is (``_bucket``, ``_count``, ``_sum``), by the same
-    registry."""
+    come, as ``children`` makes them), each ``Series`` recorded by the thread that serves (a service's event
+    loop, which also answers the scrape) and no other: no lock to take, an observation is a bisect and two
+    adds. The client library's ``Histogram`` takes a lock for the sum and another for the bucket, which it
+    looks for in Python: ~7,700 instructions an observation against ~1,500, on every action's path. Exported
+    as that one is (``_bucket``, ``_count``, ``_sum``), by the same registry."""
 
     def __init__(
         self,

@@ -40,7 +40,7 @@ SCOPE = "deskpilot.desktop.controller"
 EVERY_S = 0.5
 CHUNK = 32  # spans made between two moments the thread lets the event loop have the interpreter
 _log_ids = tracing.log_ids
-TRACEPARENT = tracing.TRACEPARENT.fullmatch
+_match_traceparent = tracing.TRACEPARENT.fullmatch
 SAMPLED = frozenset(b"13579bdf")  # the flags' last hex digit when their lowest bit, sampled, is set
 ERROR = "error.type"  # the attribute of a failed span
 SPAN_IDS = 1024
@@ -87,7 +87,7 @@ class Perform:
     def __init__(self, recorder: Recorder, attributes: dict[str, Any], caller: bytes | None) -> None:
         self.attributes = attributes
         self.parent_id: str | None
-        if caller is not None and TRACEPARENT(caller) is not None:  # servers strip a header's blanks
+        if caller is not None and _match_traceparent(caller) is not None:  # servers strip a header's blanks
             text = caller.decode()
             self.trace_id, self.parent_id = text[3:35], text[36:52]
             sampled = caller[54] in SAMPLED
@@ -151,7 +151,7 @@ class Recorder:
         """One span id, and ``SPAN_IDS`` more made for the next spans: 16 hex digits each, from the system's
         random source (~300 instructions a span for a ``pop`` against ~2,000 to format a random number)."""
         made = os.urandom(8 * SPAN_IDS).hex()
-        self.span_ids = [made[i : i + 16] for i in range(0, len(made), 16) if made[i : i + 16] != NO_ID]
+        self.span_ids = [i for n in range(0, len(made), 16) if (i := made[n : n + 16]) != NO_ID]
         return f"{random.getrandbits(64) or 1:016x}"
 
     def sample(self, trace_id: int, attributes: dict[str, Any]) -> bool:
@@ -232,8 +232,8 @@ _recorder: list[Recorder] = []  # made at the first span, once traces are on
 
 
 def perform(action: str, actor: str, task: str | None, caller: bytes | None) -> Perform | SdkPerform | Off:
-    """The span of one action sent by ``actor`` (for ``task``, the agent's), the child of ``caller`` (the
-    request's ``traceparent``, ``traceparent``) when it is one: ``OFF`` when traces are off."""
+    """The span of one action sent by ``actor`` (for ``task``, the agent's), the child of ``caller`` when it
+    is a valid ``traceparent`` (its request's, as ``traceparent`` read it): ``OFF`` when traces are off."""
     attributes: dict[str, Any] = {"deskpilot.action": action, "deskpilot.actor": actor}
     if task:
         attributes["deskpilot.task.id"] = task
