@@ -148,11 +148,11 @@ class Recorder:
         self.thread.start()
 
     def more_span_ids(self) -> str:
-        """One span id, and ``SPAN_IDS`` more made for the next spans: 16 hex digits each, from the system's
-        random source (~300 instructions a span for a ``pop`` against ~2,000 to format a random number)."""
+        """``SPAN_IDS`` span ids made for this span and the next: 16 hex digits each, from the system's random
+        source (~300 instructions a span for a ``pop`` against ~2,000 to format a random number)."""
         made = os.urandom(8 * SPAN_IDS).hex()
         self.span_ids = [i for n in range(0, len(made), 16) if (i := made[n : n + 16]) != NO_ID]
-        return f"{random.getrandbits(64) or 1:016x}"
+        return self.span_ids.pop()
 
     def sample(self, trace_id: int, attributes: dict[str, Any]) -> bool:
         """The provider's sampler on a span without a parent."""
