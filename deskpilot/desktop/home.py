@@ -29,18 +29,34 @@ def home_to_skeleton(home: Path, skeleton: Path) -> int:
 
 
 def _prune(directory: Path, skeleton: Path, keep: tuple[str, ...] = ()) -> int:
-    """Delete what ``skeleton`` lacks under ``directory``; the directories named in ``keep`` stay, emptied."""
+    """Delete what ``skeleton`` lacks under ``directory``; the directories named in ``keep`` stay, emptied.
+    The session's programs write their settings meanwhile (xfconfd: ``xfwm4.xml.new``, then renamed): what
+    is gone by the time it is deleted is not an error."""
     removed = 0
-    for entry in os.scandir(directory):
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
         model = skeleton / entry.name
-        if (model.is_dir() or entry.name in keep) and entry.is_dir(follow_symlinks=False):
-            removed += _prune(Path(entry.path), model)
-        elif model.is_file() and entry.is_file(follow_symlinks=False):
+        try:
+            if (model.is_dir() or entry.name in keep) and entry.is_dir(follow_symlinks=False):
+                removed += _prune(Path(entry.path), model)
+            elif model.is_file() and entry.is_file(follow_symlinks=False):
+                continue
+            elif entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, onerror=_unless_gone)
+                removed += 1
+            else:
+                os.unlink(entry.path)
+                removed += 1
+        except FileNotFoundError:
             continue
-        elif entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
-            removed += 1
-        else:
-            os.unlink(entry.path)
-            removed += 1
     return removed
+
+
+def _unless_gone(
+    function: object, path: str, exc_info: tuple[type[BaseException], BaseException, object]
+) -> None:
+    if not isinstance(exc_info[1], FileNotFoundError):
+        raise exc_info[1]
