@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from deskpilot.client.native import free_displays
 from deskpilot.scripted import ScriptedModel
 from testbed import ROOT
 from testbed.appliance import Appliance, model_settings
@@ -112,8 +113,14 @@ def fleet(
 ) -> Iterator[Fleet]:
     """``names`` desktops and ``apis`` API-only services on ``db_url``, ready; all stopped on exit."""
     token = secrets.token_urlsafe(32)
+    # distinct numbers from one pass: each appliance picking its own, none started yet, two could get the same
+    displays = free_displays()
     desktops = {
-        name: Appliance(token=token, settings=desktop_settings(name, db_url, model, lease_seconds))
+        name: Appliance(
+            token=token,
+            settings=desktop_settings(name, db_url, model, lease_seconds),
+            display=f":{next(displays)}",
+        )
         for name in names
     }
     services = [TaskAPI(db_url, token) for _ in range(apis)]
