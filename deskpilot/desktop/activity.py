@@ -255,6 +255,7 @@ class Work:
     waits: Callable[[Collection[int]], bool] = field(default=waiting)  # likewise (hands.Hands.waiting)
     # likewise (hands.Hands.timer_soon): the pids, the horizon in ms, whether Gecko's timer threads count
     soon: Callable[[Collection[int], float, bool], bool] = field(default=timer_soon)
+    window: int = 0  # the window that got the input, whose client confirms rest (settle.Watch.confirmed)
 
     @classmethod
     def of(cls, pid: int) -> Work | None:

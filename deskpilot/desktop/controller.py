@@ -275,7 +275,9 @@ class DesktopController:
             return None
         before = jobs[1] if jobs is not None and jobs[0] == pid else activity.jobs(activity.tree(pid))
         hands = self.hands
-        return activity.Work(pid, before, hands.on_a_timer, tuple(others), hands.waiting, hands.timer_soon)
+        return activity.Work(
+            pid, before, hands.on_a_timer, tuple(others), hands.waiting, hands.timer_soon, window=wids[0]
+        )
 
     def _shell_pids(self, x: XConnection) -> tuple[int, ...]:
         """The processes of the desktop's own programs: the window manager and those behind the desktop's

@@ -23,6 +23,14 @@ and the desktop) have been seen twice, ``EARLY_MS`` apart, waiting with nothing 
 (``activity.Work.resting``). What they were to draw, they have drawn: a click that draws nothing settles
 ~20 ms after it rather than 50.
 
+Either way, the window that got the input confirms the rest when its client takes EWMH pings: a
+``_NET_WM_PING`` sent once the programs were last found not at work (or resting) must come back, and a look
+after its answer must find them so again (``Watch.confirmed``). A program between two steps of its answer,
+waiting for a reply (Thunar's main thread, loading a folder, waits for the X server's replies and for
+synchronous D-Bus calls with every thread asleep), looks like one at rest to /proc; it answers a ping only
+once its main loop is back, and the X server does what a client asked in order, so the damage of everything
+it drew before comes first.
+
 Neither phase costs a screenshot. ``expectMs`` and ``quietMs`` left out take the action's own defaults
 (``DEFAULTS``), which the truth benchmark (bench/truth.py) measured against the screen at rest.
 """
@@ -159,6 +167,10 @@ class Watch:
     resting: float | None = None  # since when they have been seen resting (``activity.Work.resting``)
     # pointer input into programs not (yet) seen resting: no rest before this (monotonic s; 0: none)
     floor: float = 0.0
+    # the _NET_WM_PING that confirms rest (``confirmed``): its serial (0: the window takes none; None: none
+    # sent) and when it was sent
+    confirm: int | None = None
+    confirm_sent: float = 0.0
 
     def look(self, watcher: DamageWatcher, sync: bool = False) -> None:
         count = watcher.poll(sync=sync)
@@ -222,8 +234,36 @@ class Watch:
     def quiet_needed(self, plan: Timing) -> float:
         return max(plan.quiet / 1000, CADENCE * self.longest_pause)
 
+    def confirmed(self, watcher: DamageWatcher, window: int) -> bool:
+        """Whether the client of ``window`` has answered a _NET_WM_PING sent after the last drawing and the
+        last sighting of its programs at work; one is sent when none such is on its way. True when the window
+        takes no pings (or is gone). A client answers once its main loop is back to reading events: not
+        while it computes, waits for a reply (the X server's, a synchronous D-Bus call's) or runs the handler
+        the input started. And the server does what a client asked in order: the answer comes after the
+        damage of every drawing the client had sent before it."""
+        if not window:
+            return True
+        if self.confirm is None or self._stale():
+            self.confirm, self.confirm_sent = watcher.ping(window), time.monotonic()
+            return self.confirm == 0
+        return self.confirm == 0 or watcher.answered((self.confirm,)) is not None
+
+    def awaiting(self, watcher: DamageWatcher, window: int) -> bool:
+        """Whether the ping that confirms rest is on its way (sent, still valid, not answered). Sent again
+        every ``REPING_S``: a window gone meanwhile would never answer (and takes none: no longer awaited)."""
+        if not self.confirm or self._stale() or watcher.answered((self.confirm,)) is not None:
+            return False
+        if time.monotonic() - self.confirm_sent >= REPING_S:
+            self.confirm, self.confirm_sent = watcher.ping(window), time.monotonic()
+        return self.confirm != 0
+
+    def _stale(self) -> bool:
+        return self.confirm_sent < max(self.last, self.at_work or 0.0)
+
 
 LOOKS_AHEAD = 3  # screenshots captured ahead during one settle, each after a drawing that outdated the last
+REPING_S = 0.1  # a confirming ping unanswered this long is sent again (``Watch.awaiting``)
+CONFIRM_POLL = 0.001  # seconds between looks while a confirming ping is on its way (a round trip: ~1 ms)
 
 
 async def wait_for_rest(
@@ -259,21 +299,28 @@ async def wait_for_rest(
             due = watch.due(plan)
             if now >= due:
                 watch.look(watcher, sync=True)  # a drawing still on its way counts
-                if work is not None and watch.due(plan) <= now:
+                if work is None:
+                    if watch.due(plan) <= now:
+                        return _settled(watch, now, True)
+                elif watch.due(plan) <= now and not watch.awaiting(watcher, work.window):
+                    # not at work, then the window's client answers a ping, then not at work again: a
+                    # program caught between two steps (waiting for a reply) is not taken for one at rest
                     watch.saw_work(work.at_work(plan.horizon), now)
-                if watch.due(plan) <= now:
-                    return _settled(watch, now, True)
+                    if watch.due(plan) <= now and watch.confirmed(watcher, work.window):
+                        return _settled(watch, now, True)
             elif work is not None and now >= watch.early(plan):
                 watch.look(watcher, sync=True)  # as above
                 # every look, not only at ``due``: a job that ends just before one would leave its output
-                # no time to be drawn
+                # no time to be drawn (a job only: a program found busy at ``due`` is done with its step
+                # when the early word and its ping say so)
                 job = work.started_job()
                 watch.saw_work(job, now)
                 if job or now < watch.early(plan) or not work.resting(plan.horizon):
                     watch.resting = None
                 elif watch.resting is None or watch.resting < watch.early(plan):
                     watch.resting = now  # seen once: a program waiting for another's reply looks the same
-                elif now - watch.resting >= EARLY_MS / 1000:
+                    watch.confirmed(watcher, work.window)  # the ping goes out: answered by the next look
+                elif now - watch.resting >= EARLY_MS / 1000 and watch.confirmed(watcher, work.window):
                     return _settled(watch, now, True)
             if now >= limit:  # at rest only if nothing was drawn and nothing is at work
                 quiet = work is None or not work.at_work(plan.horizon)
@@ -282,7 +329,10 @@ async def wait_for_rest(
             if capture is not None and half and watch.seen != looked_at and len(looks) < LOOKS_AHEAD:
                 looked_at = watch.seen
                 looks.append(asyncio.ensure_future(asyncio.to_thread(capture)))
-            await asyncio.sleep(POLL if now >= due else _next_look(watch, plan, now, due, limit, work))
+            if work is not None and watch.awaiting(watcher, work.window):
+                await asyncio.sleep(CONFIRM_POLL)
+            else:
+                await asyncio.sleep(POLL if now >= due else _next_look(watch, plan, now, due, limit, work))
     finally:
         # the screenshot after this waits for them anyway (one capture at a time); a failed one is that
         # screenshot's to report

@@ -58,8 +58,9 @@ class DamageWatcher:
             notify = (info.first_event if info else 0) + damage.DamageNotifyCode
             root = self.display.screen().root
             self._damage = root.damage_create(damage.DamageReportBoundingBox)
-            # the answers to our _NET_WM_PINGs are sent to the root for its substructure's listeners
-            root.change_attributes(event_mask=X.SubstructureNotifyMask)
+            # the answers to our _NET_WM_PINGs are sent to the root: for its substructure's listeners by GTK,
+            # for its structure's by Qt
+            root.change_attributes(event_mask=X.SubstructureNotifyMask | X.StructureNotifyMask)
             self._protocols = self.display.intern_atom("WM_PROTOCOLS")
             self._ping = self.display.intern_atom("_NET_WM_PING")
             self.display.sync()

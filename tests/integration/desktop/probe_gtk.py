@@ -8,12 +8,17 @@ nothing on input; a click paints it blue at once and green later with a mode:
   pointer came to rest);
 - ``worker``: 300 ms later, from a worker thread's timer, while another worker wakes every 10 ms (as
   Firefox runs a page's timers on a thread of its own and never looks at rest).
+- ``call``: 330 ms later, after its main thread has waited 300 ms for one descriptor (as a synchronous
+  D-Bus call or a reply of the X server keeps Thunar's while it loads a folder), 30 ms after the click.
+- ``quit``: as ``call``, but then it quits instead (its window gone with a ping unanswered).
 
 Run with Debian's /usr/bin/python3 (python3-gi, gir1.2-gtk-3.0).
 
-    /usr/bin/python3 probe_gtk.py TITLE GEOMETRY [steps|tooltip|worker]
+    /usr/bin/python3 probe_gtk.py TITLE GEOMETRY [steps|tooltip|worker|call|quit]
 """
 
+import os
+import select
 import sys
 import threading
 import time
@@ -50,9 +55,22 @@ def later_from_a_worker() -> None:
     GLib.idle_add(paint, GREEN)
 
 
+def a_call_then_green() -> bool:
+    reply, _ = os.pipe()  # a reply that never comes: the wait times out
+    waiting = select.poll()
+    waiting.register(reply, select.POLLIN)
+    waiting.poll(300)
+    os.close(reply)
+    if mode == "quit":
+        os._exit(0)  # at once: no event read again, no ping answered
+    return paint(GREEN)
+
+
 def clicked(*_: object) -> None:
     paint((0.0, 0.0, 1.0))
-    if mode == "steps":
+    if mode in ("call", "quit"):
+        GLib.timeout_add(30, a_call_then_green)
+    elif mode == "steps":
         GLib.timeout_add(40, lambda: GLib.timeout_add(40, paint, GREEN) and False)
     elif mode == "tooltip":
         GLib.timeout_add(400, paint, GREEN)

@@ -218,12 +218,31 @@ def test_a_client_answers_the_ping_sent_after_the_input(
     desktop: Desktop, gtk_window: tuple[int, int, int, int, int]
 ) -> None:
     # the EWMH ping a settle sends to the window that got the input comes back once its client read it
+    answers_a_ping(desktop, gtk_window[0])
+    watcher = desktop.controller.connections.damage()
+    assert watcher is not None and watcher.ping(desktop.x.root.id) == 0  # the root takes none: nobody answers
+
+
+def answers_a_ping(desktop: Desktop, wid: int) -> None:
     watcher = desktop.controller.connections.damage()
     assert watcher is not None
-    serial = watcher.ping(gtk_window[0])
+    serial = watcher.ping(wid)
     assert serial > 0
     wait_for(lambda: watcher.poll(sync=True) >= 0 and watcher.answered((serial,)) is not None, 10, "the pong")
-    assert watcher.ping(desktop.x.root.id) == 0  # the root takes no pings: nobody would answer
+
+
+def test_a_qt_client_answers_the_ping_too(desktop: Desktop, tmp_path: Path) -> None:
+    # Qt (KeePassXC) sends its answer to the root's structure listeners, GTK to its substructure's: a
+    # settle that heard only GTK's waited out each KeePassXC settle's whole quiet, and with the ping that
+    # confirms rest, its maxMs
+    env = {**desktop.display.env, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    proc = subprocess.Popen(
+        ["keepassxc"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        answers_a_ping(desktop, int(str(wait_for(lambda: desktop.x.find("KeePassXC"), 30, "its window"))))
+    finally:
+        stop_process(proc)
 
 
 def test_a_click_that_draws_nothing_says_so_once_its_client_has_read_it(
@@ -265,6 +284,27 @@ def test_a_clicks_delayed_reaction_is_waited_for_and_a_key_does_not_wait_for_one
         # keys have no delayed reaction to wait for: a key the window ignores settles without the floor
         body = desktop.act(action="type_keys", keys=["x"], settle={"maxMs": 3000})
         assert body["settled"] is True and body["settledMs"] < REACTION_MS, body
+
+
+def test_a_program_waiting_for_a_reply_between_two_drawings_is_waited_for(desktop: Desktop) -> None:
+    # a click paints the window blue at once; 30 ms later its main thread waits 300 ms for one descriptor
+    # (as Thunar waits for a synchronous call's reply while it loads a folder, every thread asleep), then
+    # paints it green: the frame is the green one, every time
+    with gtk_probe(desktop, "call") as (_, x, y, width, height):
+        middle = (x + width // 2, y + height // 2)
+        for _ in range(3):
+            body = desktop.act(**click(*middle), settle={"maxMs": 3000}, screenshot={})
+            green = pixel(body["data"]["image"], *middle) == 0x00FF00
+            assert body["settled"] is True and green, body["settledMs"]
+            desktop.act(action="wait", duration=0, settle={"quietMs": 100, "maxMs": 3000})
+
+
+def test_a_window_gone_before_it_answers_the_ping_ends_the_settle(desktop: Desktop) -> None:
+    # as above, but the program quits after its wait: the ping that was to confirm the rest is never
+    # answered, and the settle ends once the window is found gone, not when maxMs runs out
+    with gtk_probe(desktop, "quit") as (_, x, y, width, height):
+        body = desktop.act(**click(x + width // 2, y + height // 2), settle={"maxMs": 5000})
+        assert body["settled"] is True and body["settledMs"] < 2000, body
 
 
 def show_later(name: str, delay: float, colour: int, box: tuple[int, int, int, int]) -> threading.Timer:
