@@ -10,7 +10,6 @@ import base64
 import io
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,12 +24,12 @@ from deskpilot.computer.client import Desktop
 from deskpilot.computer.geometry import SCREEN, clock
 from deskpilot.config import AgentSettings
 from testbed.appliance import Appliance
+from testbed.rest import rested as testbed_rested
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 AGENT: dict[str, Any] = Computer(None, AgentSettings()).observe  # type: ignore[arg-type]  # only its fields
 WIDTH = AGENT["screenshot"]["width"]
-REST_S = 1.5  # the screen has rested once its frame stayed the same this long
 BUSY_S = 240  # a busy loop's own bound, should the test die before it stops them
 
 
@@ -85,19 +84,8 @@ def blank_clock(frame: np.ndarray) -> np.ndarray:
     return frame
 
 
-def rested(desktop: Desktop, timeout: float = 20) -> str:
-    """The screen once its frame has stayed the same for ``REST_S`` (the desktop serves an unchanged screen
-    again without capturing it, so this loop is cheap)."""
-    last, since = "", time.monotonic()
-    deadline = since + timeout
-    while time.monotonic() < deadline:
-        frame = str(desktop.action("screenshot", width=WIDTH)["data"]["image"])
-        if frame != last:
-            last, since = frame, time.monotonic()
-        elif time.monotonic() - since >= REST_S:
-            return frame
-        time.sleep(0.1)
-    raise AssertionError(f"the screen did not rest for {REST_S} s within {timeout} s")
+def rested(desktop: Desktop) -> str:
+    return testbed_rested(desktop, WIDTH)
 
 
 def differences(a: np.ndarray, b: np.ndarray) -> str:
