@@ -297,12 +297,16 @@ async def wait_for_rest(
                 if work.resting(plan.horizon):
                     watch.floor = 0.0
             due = watch.due(plan)
-            if now >= due:
+            # a ping that confirms rest is on its way: nothing to ask until its answer (or a drawing) comes
+            awaiting = work is not None and watch.awaiting(watcher, work.window)
+            if awaiting:
+                pass
+            elif now >= due:
                 watch.look(watcher, sync=True)  # a drawing still on its way counts
                 if work is None:
                     if watch.due(plan) <= now:
                         return _settled(watch, now, True)
-                elif watch.due(plan) <= now and not watch.awaiting(watcher, work.window):
+                elif watch.due(plan) <= now:
                     # not at work, then the window's client answers a ping, then not at work again: a
                     # program caught between two steps (waiting for a reply) is not taken for one at rest
                     watch.saw_work(work.at_work(plan.horizon), now)
@@ -329,7 +333,7 @@ async def wait_for_rest(
             if capture is not None and half and watch.seen != looked_at and len(looks) < LOOKS_AHEAD:
                 looked_at = watch.seen
                 looks.append(asyncio.ensure_future(asyncio.to_thread(capture)))
-            if work is not None and watch.awaiting(watcher, work.window):
+            if awaiting:
                 await asyncio.sleep(CONFIRM_POLL)
             else:
                 await asyncio.sleep(POLL if now >= due else _next_look(watch, plan, now, due, limit, work))

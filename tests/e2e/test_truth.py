@@ -24,7 +24,7 @@ from deskpilot.computer.client import Desktop
 from deskpilot.computer.geometry import SCREEN, clock
 from deskpilot.config import AgentSettings
 from testbed.appliance import Appliance
-from testbed.rest import rested as testbed_rested
+from testbed.rest import rested as screen_at_rest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -85,7 +85,7 @@ def blank_clock(frame: np.ndarray) -> np.ndarray:
 
 
 def rested(desktop: Desktop) -> str:
-    return testbed_rested(desktop, WIDTH)
+    return screen_at_rest(desktop, WIDTH)
 
 
 def differences(a: np.ndarray, b: np.ndarray) -> str:
