@@ -56,11 +56,12 @@ def later_from_a_worker() -> None:
 
 
 def a_call_then_green() -> bool:
-    reply, _ = os.pipe()  # a reply that never comes: the wait times out
+    reply, writer = os.pipe()  # a reply that never comes (its writer open): the wait times out
     waiting = select.poll()
     waiting.register(reply, select.POLLIN)
     waiting.poll(300)
     os.close(reply)
+    os.close(writer)
     if mode == "quit":
         os._exit(0)  # at once: no event read again, no ping answered
     return paint(GREEN)
