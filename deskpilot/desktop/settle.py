@@ -244,7 +244,7 @@ class Watch:
         if not window:
             return True
         if self.confirm is None or self._stale():
-            self.confirm, self.confirm_sent = watcher.ping(window), time.monotonic()
+            self._ping(watcher, window)
             return self.confirm == 0
         return self.confirm == 0 or watcher.answered((self.confirm,)) is not None
 
@@ -254,8 +254,11 @@ class Watch:
         if not self.confirm or self._stale() or watcher.answered((self.confirm,)) is not None:
             return False
         if time.monotonic() - self.confirm_sent >= REPING_S:
-            self.confirm, self.confirm_sent = watcher.ping(window), time.monotonic()
+            self._ping(watcher, window)
         return self.confirm != 0
+
+    def _ping(self, watcher: DamageWatcher, window: int) -> None:
+        self.confirm, self.confirm_sent = watcher.ping(window), time.monotonic()
 
     def _stale(self) -> bool:
         return self.confirm_sent < max(self.last, self.at_work or 0.0)
