@@ -18,9 +18,11 @@ from mcp.client.sse import sse_client
 from PIL import Image
 
 from deskpilot.computer.actions import ACTION_MODELS
+from deskpilot.desktop import spans
 from deskpilot.desktop.apps import APPLICATIONS, matches
 from deskpilot.desktop.compat_bytebot import APPLICATIONS as BYTEBOT_APPLICATIONS
 from tests.integration.desktop.conftest import Desktop, focus, stop_process
+from tests.unit.desktop.test_spans import CALLER_ID, TRACE_ID, TRACEPARENT, use_sampler
 
 SHIFT, CONTROL = 1, 4  # X modifier masks
 
@@ -163,6 +165,27 @@ def test_a_failed_action_is_bytebotds_500(desktop: Desktop) -> None:
     r = bytebot(desktop, {"action": "press_keys", "keys": keys, "press": "down"})
     assert r.status_code == 500 and set(r.json()) == {"statusCode", "message"}
     assert r.json()["message"].startswith("Failed to execute computer action: at most")
+
+
+def test_each_action_of_a_request_is_a_child_of_its_traceparent(
+    desktop: Desktop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Bytebot request that is one action of ours, and a chord that is three (keys down, its delay, keys
+    up): each a ``desktop.perform`` span of the caller's trace, its parent the caller's span."""
+    url, headers = f"{desktop.url}/compat/bytebot/computer-use", {"traceparent": TRACEPARENT.decode()}
+    for exported in use_sampler(monkeypatch, None):
+        move = {"action": "move_mouse", "coordinates": {"x": 5, "y": 5}}
+        for body in (move, {"action": "type_keys", "keys": ["Shift"], "delay": 10}):
+            r = desktop.http.post(url, json=body, headers=headers)
+            assert r.status_code == 201, r.text
+        spans.drain()
+        performed = exported.get_finished_spans()
+        attributes = [{a.key: a.value.string_value for a in s.attributes} for s in performed]
+        performed_actions = [a["deskpilot.action"] for a in attributes]
+        assert performed_actions == ["move_mouse", "press_keys", "wait", "press_keys"]
+        assert {(s.name, s.trace_id.hex(), s.parent_span_id.hex()) for s in performed} == {
+            ("desktop.perform", TRACE_ID, CALLER_ID)
+        }
 
 
 def test_input_tracking_is_accepted(desktop: Desktop) -> None:
