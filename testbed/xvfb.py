@@ -106,6 +106,11 @@ def start_xvfb(
     raise RuntimeError(f"no free display number in :{NUMBERS.start}-:{NUMBERS.stop - 1}")
 
 
+def start_xvfb_at(number: int) -> Display | None:
+    """Xvfb on ``:number`` (1920x1080x24), or None when another server has that number."""
+    return _try_display(number, 1920, 1080, 24, (), None)
+
+
 def _try_display(
     number: int, width: int, height: int, depth: int, extra_args: Sequence[str], user: str | None
 ) -> Display | None:

@@ -51,6 +51,15 @@ class ApplianceError(RuntimeError):
     """The appliance could not be started, or did not become ready: the message carries its log's tail."""
 
 
+class DisplayTaken(ApplianceError):
+    """Another X server took the appliance's display number after it was found free."""
+
+
+# what Xvfb says then, and exits: its lock file, or its socket, is another server's
+DISPLAY_TAKEN = ("Server is already active for display", "Cannot establish any listening sockets")
+DISPLAY_TRIES = 3  # displays a native appliance that chose its own tries before it gives up
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -140,13 +149,12 @@ class Endpoints:
             while pending:
                 if time.monotonic() > deadline:
                     raise ApplianceError(f"not ready after {timeout:g} s: {pending}\n{self.log_tail()}")
-                try:
+                with contextlib.suppress(httpx.HTTPError):
                     if client.get(pending[0]).status_code == 200:
                         pending.pop(0)
                         continue
-                except httpx.HTTPError:
-                    if problem := self.problem():
-                        raise ApplianceError(problem) from None
+                if problem := self.problem():  # not answering yet, or 503: its display not up (yet)
+                    raise ApplianceError(problem)
                 time.sleep(0.02)
 
     def log_tail(self) -> str:
@@ -172,7 +180,7 @@ def check_venv(venv: Path) -> None:
 class NativeAppliance(Endpoints):
     checkout: Path = ROOT  # where the launcher is: appliance_root(), or a checkout of Deskpilot
     base: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="deskpilot-sandbox-")))
-    display: str = field(default_factory=free_display)
+    display: str = ""  # "": a free one, chosen again if another X server takes it before Xvfb starts
     desktop_port: int = field(default_factory=free_port)
     agent_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
@@ -182,6 +190,11 @@ class NativeAppliance(Endpoints):
     services: tuple[str, ...] = SERVICES  # started with it (DESKPILOT_SERVICES); the others on demand
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
+    display_chosen: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.display:
+            self.display, self.display_chosen = free_display(), True
 
     @property
     def home(self) -> Path:
@@ -266,7 +279,23 @@ class NativeAppliance(Endpoints):
     def problem(self) -> str | None:
         if self.proc is None or self.proc.poll() is not None:
             return f"the appliance exited early:\n{self.log_tail()}"
+        if any(words in (log := self.log_tail()) for words in DISPLAY_TAKEN):
+            raise DisplayTaken(f"display {self.display} taken by another X server:\n{log}")
         return None
+
+    def wait_ready(self, timeout: float = 90) -> float:
+        """As ``Endpoints.wait_ready``; an appliance that chose its display starts again on another when
+        another X server took it in between (appliances started at the same moment by processes that do not
+        know of each other: the number is free when chosen, taken when Xvfb starts), ``DISPLAY_TRIES`` in all.
+        """
+        for _ in range(DISPLAY_TRIES - 1 if self.display_chosen else 0):
+            try:
+                return super().wait_ready(timeout)
+            except DisplayTaken:
+                self.stop()
+                self.display = free_display()
+                self.start()
+        return super().wait_ready(timeout)
 
     @property
     def leftovers(self) -> Path:

@@ -4,8 +4,10 @@ to a running appliance by URL neither starts nor stops anything."""
 from __future__ import annotations
 
 import glob
+import secrets
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -13,7 +15,9 @@ import pytest
 
 import deskpilot
 from deskpilot.client import Sandbox, processes
+from deskpilot.client.native import DisplayTaken, NativeAppliance, free_display
 from deskpilot.client.sandboxes import next_port
+from testbed.xvfb import Display, start_xvfb_at
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -46,6 +50,48 @@ def test_a_native_sandbox_leaves_nothing_behind() -> None:
     for url in urls:
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"{url}/health", timeout=2)
+
+
+def taken(display: str) -> Display:
+    """Another X server on ``display``, as a sandbox started at the same moment elsewhere would have."""
+    server = start_xvfb_at(int(display[1:]))
+    assert server is not None, f"{display} was not free"
+    return server
+
+
+def test_a_sandbox_whose_display_is_taken_before_its_xvfb_starts_moves_to_another() -> None:
+    """Two sandboxes started at the same moment by processes that do not know of each other can both find
+    one number free: the one whose Xvfb finds it taken starts again on another display."""
+    appliance = NativeAppliance(token=secrets.token_urlsafe(32), services=("desktop",))
+    chosen = appliance.display
+    other = taken(chosen)
+    try:
+        appliance.start()
+        appliance.wait_ready()
+        assert appliance.display != chosen
+        r = httpx.get(f"{appliance.desktop_url}/health", headers=appliance.headers, timeout=10)
+        assert r.json()["status"] == "ok", r.text  # its display is its own, not the other server's
+    finally:
+        leftovers = appliance.shutdown()
+        other.stop()
+    assert leftovers == []
+
+
+def test_a_display_given_and_taken_fails_at_once() -> None:
+    """A display the caller named is never swapped for another: its appliance fails as soon as its Xvfb
+    says why, not when the wait runs out."""
+    other = taken(free_display())
+    appliance = NativeAppliance(display=other.name, token=secrets.token_urlsafe(32), services=("desktop",))
+    try:
+        appliance.start()
+        started = time.monotonic()
+        with pytest.raises(DisplayTaken, match="taken by another X server"):
+            appliance.wait_ready()
+        assert time.monotonic() - started < 30 and appliance.display == other.name
+    finally:
+        leftovers = appliance.shutdown()
+        other.stop()
+    assert leftovers == []
 
 
 def test_a_sandbox_of_the_desktop_alone_starts_the_others_when_first_used() -> None:
