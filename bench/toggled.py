@@ -10,8 +10,11 @@ below, which switches both off on SIGUSR1 and on again on SIGUSR2: the controlle
 tracer provider and the span recorder set aside and put back (``GET /metrics`` and the span export carry on;
 off, the route does not look for the ``traceparent`` either, as with traces off). Rounds
 of ``--n`` requests per process and state, in a new random order each round; every request carries a
-``traceparent``. Reported: the p50 with both on against both off (the median of the processes' own), and
-the main thread's CPU a request (schedstat). Not a test: figures vary with load.
+``traceparent``. Reported: the p50 with both on against both off (the median of the processes' own), the main
+thread's CPU a request (schedstat), and the same added share paired round by round (``paired``): each
+block's p50 against the other state's block of the same process and round, whose median over all pairs,
+with a 95 % bootstrap interval, is free of the load's drift from one round to the next that moves a whole
+run's p50 (on this machine more than what is measured). Not a test: figures vary with load.
 """
 
 from __future__ import annotations
@@ -76,14 +79,17 @@ def switch(served: Served, state: str) -> None:
 
 
 Blocks = dict[tuple[int, str], list[float]]
+BOOTSTRAP = 2000  # resamples of the rounds for the paired estimate's interval
 
 
 def measure(
     group: list[Served], clients: list[httpx.Client], body: bytes, rounds: int, n: int
-) -> tuple[Blocks, dict[tuple[int, str], int]]:
-    """Each process's requests in each state (seconds), and its main thread's CPU meanwhile (ns)."""
+) -> tuple[Blocks, dict[tuple[int, str], int], Blocks]:
+    """Each process's requests in each state (seconds), its main thread's CPU meanwhile (ns), and each
+    round's block of requests, its p50 (seconds)."""
     samples: Blocks = {(i, s): [] for i in range(len(group)) for s in STATES}
     cpu = {(i, s): 0 for i in range(len(group)) for s in STATES}
+    blocks: Blocks = {(i, s): [] for i in range(len(group)) for s in STATES}
     for v, c in zip(group, clients, strict=True):
         for state in STATES:  # warm-up, each state
             switch(v, state)
@@ -93,15 +99,35 @@ def measure(
         for i, state in random.sample(list(samples), len(samples)):
             switch(group[i], state)
             before = group[i].cpu()[0]
+            block = []
             for _ in range(n):
                 t0 = time.perf_counter()
                 clients[i].post("/computer-use", content=body)
-                samples[i, state].append(time.perf_counter() - t0)
+                block.append(time.perf_counter() - t0)
             cpu[i, state] += group[i].cpu()[0] - before
-    return samples, cpu
+            samples[i, state] += block
+            blocks[i, state].append(statistics.median(block))
+    return samples, cpu, blocks
 
 
-def report(title: str, group: list[Served], samples: Blocks, cpu: dict[tuple[int, str], int]) -> None:
+def paired(blocks: Blocks, processes: int) -> tuple[float, float, float]:
+    """What "on" adds, paired round by round: each process's on block against its off block of the same
+    round (the machine's load drifts from one round to the next, much less within one), the median of those
+    ratios over every round and process, in %, with a 95 % interval from resampling the pairs."""
+    ratios = [
+        on / off - 1
+        for i in range(processes)
+        for on, off in zip(blocks[i, "on"], blocks[i, "off"], strict=True)
+    ]
+    draw = random.Random(0)
+    resampled = sorted(statistics.median(draw.choices(ratios, k=len(ratios))) for _ in range(BOOTSTRAP))
+    low, high = resampled[int(BOOTSTRAP * 0.025)], resampled[int(BOOTSTRAP * 0.975) - 1]
+    return statistics.median(ratios) * 100, low * 100, high * 100
+
+
+def report(
+    title: str, group: list[Served], samples: Blocks, cpu: dict[tuple[int, str], int], blocks: Blocks
+) -> None:
     print(f"  {title}")
     processes = range(len(group))
     for i in processes:
@@ -114,6 +140,12 @@ def report(title: str, group: list[Served], samples: Blocks, cpu: dict[tuple[int
         f"    p50 on {p50['on']:.3f} ms, off {p50['off']:.3f} ms: added {added:+.2f} % "
         f"(target <= 2 %: {'ok' if added <= 2 else 'OVER'}); main thread's CPU a request on "
         f"{main['on']:.1f} µs, off {main['off']:.1f} µs ({main['on'] - main['off']:+.1f} µs)"
+    )
+    median, low, high = paired(blocks, len(group))
+    verdict = "ok" if high <= 2 else "OVER" if low > 2 else "not shown either way"
+    print(
+        f"    paired by round ({len(blocks[0, 'on']) * len(group)} pairs of blocks): added {median:+.2f} %, "
+        f"95 % interval {low:+.2f} to {high:+.2f} % (target <= 2 %: {verdict})"
     )
 
 
