@@ -341,8 +341,11 @@ class NativeAppliance(Endpoints):
             self.cleanup()
 
     def log_tail(self, lines: int = 60) -> str:
+        """The log's last ``lines`` (of its last 64 KiB: read on every poll while a service starts)."""
         try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+            with self.log.open("rb") as log:
+                log.seek(max(0, log.seek(0, os.SEEK_END) - 65536))
+                return "\n".join(log.read().decode(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
 
