@@ -194,10 +194,14 @@ case $token_source in
     if as_agent test -s "$token_file"; then
       log "every service requires the token kept in $token_file (generated at the first start); $read_it"
     else
-      # 32 random bytes, URL-safe base64 (43 characters), through pipes only (never on a command line)
+      # 32 random bytes, URL-safe base64 (43 characters), never on a command line (printf is a builtin);
+      # drawn again when it starts with "-", which a command line would take for an option
+      until new_token=$(head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=') && [[ $new_token != -* ]]; do
+        :
+      done
       # shellcheck disable=SC2016 # $1 is sh's own argument
-      head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=' \
-        | as_agent sh -c 'umask 077 && cat >"$1.new" && mv -f "$1.new" "$1"' sh "$token_file"
+      printf '%s' "$new_token" | as_agent sh -c 'umask 077 && cat >"$1.new" && mv -f "$1.new" "$1"' sh "$token_file"
+      unset new_token
       log "no DESKPILOT_TOKEN given and the services listen on $DESKPILOT_HOST: generated one into $token_file"
       log "(mode 0600, used again at every start; delete it and restart for a new one); $read_it"
     fi

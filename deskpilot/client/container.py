@@ -10,14 +10,13 @@ volumes: stopping it leaves nothing behind.
 
 from __future__ import annotations
 
-import secrets
 import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deskpilot.client.native import ROOT, ApplianceError, Endpoints, free_display, free_port
+from deskpilot.client.native import ROOT, ApplianceError, Endpoints, free_display, free_port, new_token
 
 HOST_DISPLAYS = range(500, 1000)
 ENGINE = Path("scripts") / "docker-engine.sh"
@@ -69,7 +68,7 @@ class ImageAppliance(Endpoints):
     agent_port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
     # DESKPILOT_TOKEN; None: none given, so an appliance listening beyond loopback generates one
-    token: str | None = field(default_factory=lambda: secrets.token_urlsafe(32))
+    token: str | None = field(default_factory=new_token)
     # the host's loopback only by default: the host's network is shared; "0.0.0.0" as the image ships
     host: str = "127.0.0.1"
     started_at: float = 0.0

@@ -16,6 +16,7 @@ import contextlib
 import http.client
 import os
 import random
+import secrets
 import shutil
 import signal
 import socket
@@ -58,6 +59,14 @@ class DisplayTaken(ApplianceError):
 # what Xvfb says then, and exits: its lock file, or its socket, is another server's
 DISPLAY_TAKEN = ("Server is already active for display", "Cannot establish any listening sockets")
 DISPLAY_TRIES = 3  # displays a native appliance that chose its own tries before it gives up
+
+
+def new_token() -> str:
+    """A token for an appliance the client starts: 32 random bytes, URL-safe base64, never with a leading
+    ``-`` (which a command line would take for an option: ``demo.py --token -x...``)."""
+    while (token := secrets.token_urlsafe(32)).startswith("-"):
+        pass
+    return token
 
 
 def free_port() -> int:

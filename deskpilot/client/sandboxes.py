@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from deskpilot.client.agent import Agent, AsyncAgent
 from deskpilot.client.container import ImageAppliance, start_engine
-from deskpilot.client.native import ROOT, SERVICES, ApplianceError, NativeAppliance
+from deskpilot.client.native import ROOT, SERVICES, ApplianceError, NativeAppliance, new_token
 from deskpilot.computer.client import AsyncDesktop, Desktop
 
 __all__ = ["ApplianceError", "Sandbox", "sandbox"]
@@ -126,7 +125,7 @@ def sandbox(
         finally:
             box.close()
         return
-    token = token or secrets.token_urlsafe(32)
+    token = token or new_token()
     if image is not None:
         start_engine()
         appliance: NativeAppliance | ImageAppliance = ImageAppliance(
