@@ -196,8 +196,9 @@ case $token_source in
     else
       # 32 random bytes, URL-safe base64 (43 characters), never on a command line (printf is a builtin);
       # drawn again when it starts with "-", which a command line would take for an option
-      until new_token=$(head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=') && [[ $new_token != -* ]]; do
-        :
+      new_token=-
+      while [[ $new_token == -* ]]; do
+        new_token=$(head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=') || fail "no random bytes"
       done
       # shellcheck disable=SC2016 # $1 is sh's own argument
       printf '%s' "$new_token" | as_agent sh -c 'umask 077 && cat >"$1.new" && mv -f "$1.new" "$1"' sh "$token_file"
