@@ -286,6 +286,8 @@ class NativeAppliance(Endpoints):
             raise ApplianceError(f"supervisord could not start {program}: {exc}\n{self.log_tail()}") from None
 
     def problem(self) -> str | None:
+        """As ``Endpoints.problem``; raises ``DisplayTaken`` when its Xvfb found the display another server's
+        (supervisord starts it again and again meanwhile: the appliance itself never exits)."""
         if self.proc is None or self.proc.poll() is not None:
             return f"the appliance exited early:\n{self.log_tail()}"
         if any(words in (log := self.log_tail()) for words in DISPLAY_TAKEN):
