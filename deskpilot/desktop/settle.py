@@ -306,15 +306,12 @@ async def wait_for_rest(
                 pass
             elif now >= due:
                 watch.look(watcher, sync=True)  # a drawing still on its way counts
-                if work is None:
-                    if watch.due(plan) <= now:
-                        return _settled(watch, now, True)
-                elif watch.due(plan) <= now:
-                    # not at work, then the window's client answers a ping, then not at work again: a
-                    # program caught between two steps (waiting for a reply) is not taken for one at rest
+                if work is not None and watch.due(plan) <= now:
                     watch.saw_work(work.at_work(plan.horizon), now)
-                    if watch.due(plan) <= now and watch.confirmed(watcher, work.window):
-                        return _settled(watch, now, True)
+                # not at work, then the window's client answers a ping, then not at work again: a program
+                # caught between two steps (waiting for a reply) is not taken for one at rest
+                if watch.due(plan) <= now and (work is None or watch.confirmed(watcher, work.window)):
+                    return _settled(watch, now, True)
             elif work is not None and now >= watch.early(plan):
                 watch.look(watcher, sync=True)  # as above
                 # every look, not only at ``due``: a job that ends just before one would leave its output
